@@ -1,0 +1,110 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    # Options shared by every module that edits a containerd config.
+    DOCUMENTATION = r'''
+options:
+  path:
+    description:
+      - The containerd config file to edit.
+      - Must declare C(version = 2) (containerd 1.6/1.7) or C(version = 3) (containerd 2.x);
+        a version 1 file is refused with an explanation.
+    type: path
+    default: /etc/containerd/config.toml
+    aliases: [dest]
+  owner:
+    description:
+      - Name under which the change is recorded in the ledger.
+      - Uninstall (C(state=absent)) removes only what this owner added and restores what it changed.
+      - This is not the Unix owner of the file; see O(file_owner) for that.
+    type: str
+    default: nodeguard
+  backup:
+    description:
+      - Create a backup file with a timestamp in its name beside the config before replacing it,
+        so you can get the original back if you somehow clobbered it.
+    type: bool
+    default: false
+  validate:
+    description:
+      - How the candidate file is checked before it replaces the config.
+      - V(auto) runs the node's own C(containerd --config <candidate> config dump) when a C(containerd)
+        binary is in PATH, and skips that step when there is none.
+      - Any other string is a command run on the candidate; it must contain C(%s), which is replaced
+        by the candidate's path. The candidate sits in the config's own folder, so relative imports resolve.
+      - V(none) skips the command.
+      - Built-in checks always run whatever this option says; every non-glob import must exist,
+        the default runtime must name a defined runtime, and on containerd 1.x no drop-in may replace
+        a plugin table of the main file and lose its keys.
+    type: str
+    default: auto
+  lock_timeout:
+    description:
+      - Seconds to wait for the lock file beside the config (C(.<name>.nodeguard.lock)) held by
+        another nodeguard task before failing.
+    type: float
+    default: 30
+  state_dir:
+    description:
+      - Folder of the ledger that records each owner's changes (one JSON file per config file
+        under C(<state_dir>/ledger/)).
+    type: path
+    default: /var/lib/nodeguard
+  follow:
+    description:
+      - When O(path) is a symbolic link, replace the file it points to (atomically, in that file's folder).
+      - When V(false) (the default), a link is refused and nothing is written.
+    type: bool
+    default: false
+  create:
+    description:
+      - When the config does not exist (or is empty), start from the node's C(containerd config default).
+      - When V(false), a missing config is an error and nothing is written.
+    type: bool
+    default: false
+  mode:
+    description:
+      - Permissions of the config after the write, as for M(ansible.builtin.file).
+      - By default the mode of the existing file is kept (V(0644) for a new file).
+    type: raw
+  file_owner:
+    description:
+      - Unix user that should own the config (name or uid). The existing owner is kept by default.
+      - Named C(file_owner) because O(owner) names the ledger owner.
+    type: str
+  group:
+    description:
+      - Unix group of the config (name or gid). The existing group is kept by default.
+    type: str
+  seuser:
+    description: SELinux user of the config, as for M(ansible.builtin.file).
+    type: str
+  serole:
+    description: SELinux role of the config, as for M(ansible.builtin.file).
+    type: str
+  setype:
+    description: SELinux type of the config, as for M(ansible.builtin.file).
+    type: str
+  selevel:
+    description: SELinux level of the config, as for M(ansible.builtin.file).
+    type: str
+  attributes:
+    description: File attributes (as shown by C(lsattr)) of the config, as for M(ansible.builtin.file).
+    type: str
+    aliases: [attr]
+notes:
+  - Writes are atomic: a temporary file in the config's folder, flushed, renamed over the config, and
+    the folder flushed. A crash leaves the old file or the new one.
+  - A lock file beside the config serialises nodeguard tasks. A program that rewrites the file without
+    the lock (nvidia-ctk, kata-deploy) is detected by comparing the file before the rename; the edit is
+    then applied again on the new content, up to three times.
+requirements:
+  - tomlkit (Python library, on the managed node)
+'''

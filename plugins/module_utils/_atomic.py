@@ -1,0 +1,192 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Locks and crash-safe writes.
+
+A crash at any instant must leave the old file or the new one, never neither
+and never half of one: the new content goes to a temporary file in the same
+folder (same filesystem, so rename is atomic), is flushed to disk, renamed
+over the target, and the folder is flushed so the rename itself survives a
+power cut.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import fcntl
+import hashlib
+import os
+import stat
+import tempfile
+import time
+
+# The temporary file's name must not match the glob a config imports
+# (e.g. conf.d/*.toml), or containerd could load a half-written file.
+TEMP_SUFFIX = '.nodeguard-tmp'
+LOCK_SUFFIX = '.nodeguard.lock'
+
+
+class LockTimeout(Exception):
+    pass
+
+
+def sha256_bytes(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_bytes(path):
+    """The file's bytes, or None when it does not exist."""
+    try:
+        with open(path, 'rb') as f:
+            return f.read()
+    except IOError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise
+
+
+def lock_path_for(path):
+    folder, name = os.path.split(path)
+    return os.path.join(folder, '.' + name + LOCK_SUFFIX)
+
+
+class FileLock(object):
+    """An flock on a lock file beside the target, waited for up to timeout s.
+
+    The lock file stays after use: deleting it would let two writers hold
+    locks on two different inodes.  Its name cannot match an imports glob.
+    """
+
+    def __init__(self, path, timeout):
+        self.lock_path = lock_path_for(path)
+        self.timeout = timeout
+        self.fd = None
+        self.waited = 0.0
+
+    def acquire(self):
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        start = time.monotonic()
+        delay = 0.01
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except (IOError, OSError) as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    os.close(fd)
+                    raise
+                if time.monotonic() - start >= self.timeout:
+                    os.close(fd)
+                    raise LockTimeout('could not lock %s within %s seconds: another nodeguard task '
+                                      'holds it. Retry later or raise lock_timeout.'
+                                      % (self.lock_path, self.timeout))
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+        self.waited = time.monotonic() - start
+        self.fd = fd
+        return self
+
+    def release(self):
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def fsync_dir(folder):
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_temp(path, data, mode=None, uid=None, gid=None):
+    """Write data to a flushed temporary file beside path; return its name.
+
+    Mode and owner default to those of the existing file, so a rename keeps
+    them (a config of mode 0600 owned by another user stays so).
+    """
+    folder, name = os.path.split(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if mode is None:
+        mode = stat.S_IMODE(st.st_mode) if st else 0o644
+    if uid is None:
+        uid = st.st_uid if st else -1
+    if gid is None:
+        gid = st.st_gid if st else -1
+    fd, tmp = tempfile.mkstemp(prefix='.' + name + '.', suffix=TEMP_SUFFIX, dir=folder or '.')
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fchmod(fd, mode)
+        if uid != -1 or gid != -1:
+            os.fchown(fd, uid, gid)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        remove_quietly(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def commit_temp(tmp, path):
+    """Rename the temporary file over path and flush the folder."""
+    os.rename(tmp, path)
+    fsync_dir(os.path.dirname(path) or '.')
+
+
+def atomic_write(path, data, mode=None, uid=None, gid=None):
+    tmp = write_temp(path, data, mode, uid, gid)
+    try:
+        commit_temp(tmp, path)
+    except BaseException:
+        remove_quietly(tmp)
+        raise
+
+
+def remove_quietly(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def clean_stale_temps(path, older_than=0):
+    """Remove temporary files a killed run left beside path; return their names.
+
+    Called under the lock, so no live writer of ours owns them.
+    """
+    folder, name = os.path.split(path)
+    folder = folder or '.'
+    removed = []
+    prefix = '.' + name + '.'
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in names:
+        if entry.startswith(prefix) and entry.endswith(TEMP_SUFFIX):
+            full = os.path.join(folder, entry)
+            try:
+                if now - os.stat(full).st_mtime >= older_than:
+                    os.unlink(full)
+                    removed.append(full)
+            except OSError:
+                pass
+    return removed

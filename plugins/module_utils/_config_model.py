@@ -1,0 +1,169 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What containerd's config.toml means, per config version.
+
+One table maps logical names (the CRI runtimes table, the default runtime,
+image settings) to where each config version keeps them, so modules never
+spell a plugin id themselves.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
+    TomlLayoutError,
+    TomlText,
+)
+
+try:
+    import tomlkit
+    from tomlkit.exceptions import ParseError as TomlParseError
+    HAS_TOMLKIT = True
+    TOMLKIT_IMPORT_ERROR = None
+except ImportError as exc:  # handled by the modules with missing_required_lib
+    HAS_TOMLKIT = False
+    TOMLKIT_IMPORT_ERROR = exc
+    TomlParseError = ValueError
+
+CRI_V2 = 'io.containerd.grpc.v1.cri'
+CRI_V3_RUNTIME = 'io.containerd.cri.v1.runtime'
+CRI_V3_IMAGES = 'io.containerd.cri.v1.images'
+
+SUPPORTED_VERSIONS = (2, 3, 4)
+
+
+class ConfigError(Exception):
+    """A problem with the user's file or input: message says file, key and fix."""
+
+    def __init__(self, msg, **details):
+        super(ConfigError, self).__init__(msg)
+        self.details = details
+
+
+class Layout(object):
+    """Key paths of one config version."""
+
+    def __init__(self, version):
+        self.version = version
+        if version == 2:
+            self.cri_plugin = CRI_V2
+            self.images_plugin = CRI_V2
+            cri = ('plugins', CRI_V2)
+            images = ('plugins', CRI_V2, 'containerd')
+        else:
+            self.cri_plugin = CRI_V3_RUNTIME
+            self.images_plugin = CRI_V3_IMAGES
+            cri = ('plugins', CRI_V3_RUNTIME)
+            images = ('plugins', CRI_V3_IMAGES)
+        self.cri = cri
+        self.runtimes = cri + ('containerd', 'runtimes')
+        self.default_runtime_name = cri + ('containerd', 'default_runtime_name')
+        self.logical = {
+            'cri.default_runtime_name': self.default_runtime_name,
+            'cri.enable_cdi': cri + ('enable_cdi',),
+            'cri.cdi_spec_dirs': cri + ('cdi_spec_dirs',),
+            'images.snapshotter': images + ('snapshotter',),
+            'images.disable_snapshot_annotations': images + ('disable_snapshot_annotations',),
+        }
+
+    def runtime(self, name):
+        return self.runtimes + (name,)
+
+    def resolve(self, key):
+        """A logical key name to its path for this version."""
+        if key not in self.logical:
+            raise ConfigError('unknown logical key %r; known keys: %s (or set raw: true and give a '
+                              'dotted path)' % (key, ', '.join(sorted(self.logical))))
+        return self.logical[key]
+
+
+def parse_toml(text):
+    """Parse TOML text into plain dicts (tomlkit, the node-side dependency)."""
+    return tomlkit.parse(text).unwrap()
+
+
+def parse_error_message(path, exc):
+    """A parse error as 'FILE: line L, column C: reason', for people."""
+    line = getattr(exc, 'line', None)
+    col = getattr(exc, 'col', None)
+    where = ' line %s, column %s:' % (line, col) if line is not None else ''
+    return '%s is not valid TOML:%s %s' % (path, where, exc)
+
+
+def detect_version(path, data):
+    """The config version of parsed data, refusing what nodeguard cannot edit."""
+    version = data.get('version')
+    if version is None:
+        raise ConfigError(
+            '%s has no "version" key, so containerd reads it as config version 1 (containerd < 1.5, '
+            'CRI settings under plugins.cri). nodeguard edits version 2 (containerd 1.6/1.7) and 3 '
+            '(containerd 2.x) only. Fix: migrate the file (containerd 2.x: "containerd config migrate"; '
+            '1.6/1.7: start from "containerd config default" and move your plugins.cri settings to '
+            'plugins."io.containerd.grpc.v1.cri"), then run again.' % path, key='version', found=None)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ConfigError('%s: key "version" must be an integer, found %r. Fix: set version = 2 '
+                          '(containerd 1.6/1.7) or version = 3 (containerd 2.x).' % (path, version),
+                          key='version', found=version)
+    if version == 1:
+        raise ConfigError(
+            '%s declares version = 1 (legacy layout, plugins.cri). nodeguard edits version 2 and 3 only. '
+            'Fix: migrate the file to version 2 (containerd 1.6/1.7) or 3 (containerd 2.x) first.' % path,
+            key='version', found=1)
+    if version not in SUPPORTED_VERSIONS:
+        raise ConfigError('%s declares version = %d, which nodeguard does not know (supported: 2, 3, 4). '
+                          'Fix: check the file for a typo; containerd 1.6/1.7 use 2, containerd 2.x uses 3.'
+                          % (path, version), key='version', found=version)
+    return version
+
+
+class ConfigDocument(object):
+    """config.toml as read: text, data, version and layout, ready for edits."""
+
+    def __init__(self, path, text):
+        self.path = path
+        self.original_text = text
+        try:
+            data = parse_toml(text)
+        except TomlParseError as exc:
+            raise ConfigError(parse_error_message(path, exc) + ' Nothing was written. Fix the file by '
+                              'hand, or put back a known-good copy with '
+                              'nodeguard.containerd.containerd_baseline (state: restore).',
+                              key=None, line=getattr(exc, 'line', None), col=getattr(exc, 'col', None))
+        self.version = detect_version(path, data)
+        self.layout = Layout(self.version)
+        try:
+            self.toml = TomlText(text, data)
+        except TomlLayoutError as exc:
+            raise ConfigError('%s: nodeguard cannot read the layout of this file (%s). Nothing was '
+                              'written.' % (path, exc))
+
+    @property
+    def text(self):
+        return self.toml.text
+
+    @property
+    def data(self):
+        return self.toml.data
+
+    @property
+    def changed(self):
+        return self.toml.text != self.original_text
+
+    def verify(self):
+        """Check that the edited text parses to exactly the data we meant."""
+        try:
+            self.toml.verify(parse_toml)
+        except (TomlLayoutError, TomlParseError) as exc:
+            raise ConfigError('%s: nodeguard could not make this edit without touching other content '
+                              '(%s). Nothing was written; please report the file layout.'
+                              % (self.path, exc))
+
+    def runtimes(self):
+        """The runtimes defined in this file: name -> table."""
+        table = self.toml.get(self.layout.runtimes)
+        return table if isinstance(table, dict) else {}
+
+    def default_runtime(self):
+        return self.toml.get(self.layout.default_runtime_name)

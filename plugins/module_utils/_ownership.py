@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Make a change on behalf of an owner, and undo exactly that change later.
+
+Every module edits through ``set_owned`` (which records what it changed in
+the ledger) and reverts through ``release`` (which replays the ledger for one
+owner and resource in reverse).  This is the fix for the GPU toolkit report:
+a revert deletes only tables the owner created and puts back prior values
+everywhere else.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
+    TomlLayoutError,
+    parse_raw_value,
+    render_key,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+
+
+def dotted(path):
+    """A key path as TOML spells it: plugins."io.containerd.grpc.v1.cri".enable_cdi."""
+    return '.'.join(render_key(p) for p in path)
+
+
+def same_value(a, b):
+    return a == b and type(a) is type(b)
+
+
+def _edit(doc, what, func, *args):
+    try:
+        return func(*args)
+    except TomlLayoutError as exc:
+        raise ConfigError('%s: cannot %s (%s). Nothing was written.' % (doc.path, what, exc))
+
+
+def record_new_sections(doc, ledger, owner, resource, since):
+    """Sections created while setting keys belong to the owner too."""
+    for path in doc.toml.created_sections[since:]:
+        if not ledger.select(kind='table', path=path) and not ledger.select(owner=owner, kind='section', path=path):
+            ledger.add({'owner': owner, 'resource': resource, 'kind': 'section', 'path': path})
+
+
+def set_owned(doc, ledger, owner, resource, path, value, own_table=False):
+    """Set path to value for owner; record the prior value.  True if changed.
+
+    own_table: the key lies in a table this owner created, which uninstall
+    deletes whole, so no prior needs recording.
+    """
+    path = tuple(path)
+    current = doc.toml.get(path)
+    if current is not None and same_value(current, value):
+        return False
+    since = len(doc.toml.created_sections)
+    prior = _edit(doc, 'set %s' % dotted(path), doc.toml.set_value, path, value)
+    if not own_table:
+        ledger.record_key(owner, resource, path, prior, doc.toml.raw_value(path))
+        record_new_sections(doc, ledger, owner, resource, since)
+    return True
+
+
+def release(doc, ledger, owner, resource, warn):
+    """Undo everything owner recorded for resource.  Returns a summary dict."""
+    summary = dict(deleted_tables=[], restored_keys=[], kept_keys=[])
+    records = sorted(ledger.select(owner=owner, resource=resource), key=lambda r: -r['seq'])
+    # keys first (newest first), then tables, then empty helper sections
+    for rec in [r for r in records if r['kind'] == 'key']:
+        path = tuple(rec['path'])
+        current_raw = doc.toml.raw_value(path)
+        action, prior = ledger.release_key(rec)
+        if action == 'handover':
+            summary['kept_keys'].append(dotted(path))
+            continue
+        if not _matches(current_raw, rec.get('value')):
+            warn('%s: %s was set to %s by %s but is now %s: someone else changed it since, so it is left as '
+                 'it is' % (doc.path, dotted(path), rec.get('value'), owner, current_raw))
+            summary['kept_keys'].append(dotted(path))
+            continue
+        _edit(doc, 'restore %s' % dotted(path), doc.toml.restore_raw, path, prior)
+        summary['restored_keys'].append(dotted(path))
+    for rec in [r for r in records if r['kind'] == 'table']:
+        path = tuple(rec['path'])
+        ledger.remove(rec)
+        others = [r for r in ledger.records if r.get('path') and tuple(r['path'][:len(path)]) == path
+                  and tuple(r['path']) != path and r.get('owner') != owner]
+        for r in others:
+            warn('%s: %s changed %s inside %s, which %s created and now removes'
+                 % (doc.path, r['owner'], dotted(r['path']), dotted(path), owner))
+        if _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path):
+            summary['deleted_tables'].append(dotted(path))
+        ledger.drop_under(path)
+    for rec in [r for r in records if r['kind'] == 'section']:
+        path = tuple(rec['path'])
+        ledger.remove(rec)
+        if doc.toml.get(path) == {}:
+            _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path)
+            summary['deleted_tables'].append(dotted(path))
+    return summary
+
+
+def _matches(current_raw, recorded_raw):
+    if current_raw == recorded_raw:
+        return True
+    if current_raw is None or recorded_raw is None:
+        return False
+    try:
+        return same_value(parse_raw_value(current_raw), parse_raw_value(recorded_raw))
+    except Exception:
+        return False

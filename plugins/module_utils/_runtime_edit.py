@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Add, change and remove one CRI runtime handler, on behalf of an owner."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import (
+    _edit,
+    dotted,
+    record_new_sections,
+    release,
+    same_value,
+    set_owned,
+)
+
+DEFAULT_RUNTIME_TYPE = 'io.containerd.runc.v2'
+# RuntimeClass handlers are DNS labels; containerd also allows dots and
+# underscores in table names.  Anything else is refused before it can
+# reach the file (quotes, brackets, newlines).
+NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$')
+KEY_RE = re.compile(r'^[A-Za-z0-9_-]+$')
+RESERVED_SETTINGS = ('options', 'runtime_type', 'runtime_path')
+
+
+def resource_of(name):
+    return 'runtime:' + name
+
+
+def _check_input(path, params):
+    name = params['name']
+    if not NAME_RE.match(name or ''):
+        raise ConfigError('%s: runtime name %r is not valid. Fix: use letters, digits, "-", "_" or "." (at '
+                          'most 63, starting and ending with a letter or digit), as a RuntimeClass handler '
+                          'requires.' % (path, name), key='name')
+    for opt in ('options', 'settings'):
+        for key in (params.get(opt) or {}):
+            if not KEY_RE.match(str(key)):
+                raise ConfigError('%s: %s key %r is not valid. Fix: use letters, digits, "-" and "_" only.'
+                                  % (path, opt, key), key='%s.%s' % (opt, key))
+    for key in (params.get('settings') or {}):
+        if key in RESERVED_SETTINGS:
+            raise ConfigError('%s: settings may not hold %r. Fix: use the %s option instead.'
+                              % (path, key, key), key='settings.' + key)
+    for opt in ('options', 'settings'):
+        for key, value in (params.get(opt) or {}).items():
+            if value is None:
+                raise ConfigError('%s: %s.%s has no value (null). Fix: give a value; TOML has no null.'
+                                  % (path, opt, key), key='%s.%s' % (opt, key))
+
+
+def _inherit_source(doc, params, ctx):
+    """The runtime whose table a new runtime starts from, or None."""
+    inherit = params.get('inherit')
+    if inherit == 'none':
+        return None
+    runtimes = doc.runtimes()
+    if inherit:
+        if inherit not in runtimes:
+            raise ConfigError('%s: inherit names runtime %r, which %s does not define (defined: %s). Fix: name '
+                              'one of those, or inherit: none.' % (doc.path, inherit, doc.path,
+                                                                   ', '.join(sorted(runtimes)) or 'none'),
+                              key='inherit')
+        return inherit
+    default = doc.default_runtime() or 'runc'
+    if default in runtimes and default != params['name']:
+        return default
+    if 'runc' in runtimes and params['name'] != 'runc':
+        return 'runc'
+    ctx.warn('%s: no runtime %r to inherit settings from; %s starts empty' % (doc.path, default, params['name']))
+    return None
+
+
+def _wanted_keys(params, table_path):
+    """The (path, value) pairs the parameters ask for, in a stable order."""
+    out = []
+    if params.get('runtime_type'):
+        out.append((table_path + ('runtime_type',), params['runtime_type']))
+    if params.get('runtime_path'):
+        out.append((table_path + ('runtime_path',), params['runtime_path']))
+    for key, value in (params.get('settings') or {}).items():
+        out.append((table_path + (str(key),), value))
+    for key, value in (params.get('options') or {}).items():
+        out.append((table_path + ('options', str(key)), value))
+    return out
+
+
+def runtime_present(doc, ledger, ctx, params):
+    name, owner = params['name'], params['owner']
+    resource = resource_of(name)
+    path = doc.layout.runtime(name)
+    created = False
+    if doc.toml.get(path) is None:
+        source = _inherit_source(doc, params, ctx)
+        since = len(doc.toml.created_sections)
+        if source:
+            _edit(doc, 'copy runtime %s' % source, doc.toml.copy_table, doc.layout.runtime(source), path)
+        else:
+            _edit(doc, 'add runtime %s' % name, doc.toml.add_section, path,
+                  [('runtime_type', params.get('runtime_type') or DEFAULT_RUNTIME_TYPE)])
+        # parent sections (e.g. [...containerd.runtimes]) made on the way
+        doc.toml.created_sections = [p for p in doc.toml.created_sections if p[:len(path)] != path]
+        record_new_sections(doc, ledger, owner, resource, since)
+        ledger.record_table(owner, resource, path)
+        set_owned(doc, ledger, owner, resource, path + ('runtime_type',),
+                  params.get('runtime_type') or DEFAULT_RUNTIME_TYPE, own_table=True)
+        created = True
+    own_table = bool(ledger.select(owner=owner, kind='table', path=path))
+    for key_path, value in _wanted_keys(params, path):
+        set_owned(doc, ledger, owner, resource, key_path, value, own_table=own_table)
+    if params.get('default') is True:
+        set_owned(doc, ledger, owner, resource, doc.layout.default_runtime_name, name)
+    elif params.get('default') is False and doc.default_runtime() == name:
+        mine = ledger.select(owner=owner, resource=resource, path=doc.layout.default_runtime_name)
+        if not mine:
+            raise ConfigError('%s: %s is the default runtime, but %s did not make it so. Fix: make another '
+                              'runtime the default first.' % (doc.path, name, owner),
+                              key=dotted(doc.layout.default_runtime_name))
+        release_default(doc, ledger, ctx, owner, resource)
+    return dict(created=created)
+
+
+def release_default(doc, ledger, ctx, owner, resource):
+    """Undo only this owner's change of default_runtime_name."""
+    recs = ledger.select(owner=owner, resource=resource, path=doc.layout.default_runtime_name)
+    tmp_resource = resource + '#default'
+    for rec in recs:
+        rec['resource'] = tmp_resource
+    release(doc, ledger, owner, tmp_resource, ctx.warn)
+
+
+def runtime_absent(doc, ledger, ctx, params):
+    name, owner, force = params['name'], params['owner'], params.get('force')
+    resource = resource_of(name)
+    path = doc.layout.runtime(name)
+    mine = ledger.select(owner=owner, resource=resource)
+    exists = doc.toml.get(path) is not None
+    created_by = ledger.owners_of_table(path)
+    default_path = doc.layout.default_runtime_name
+    if doc.default_runtime() == name:
+        stack = ledger.key_stack(default_path)
+        top_is_mine = stack and stack[-1]['owner'] == owner and stack[-1]['resource'] == resource
+        if not top_is_mine and not force:
+            setter = stack[-1]['owner'] if stack else 'no recorded owner'
+            raise ConfigError('%s: %s is the default runtime (default_runtime_name, set by %s), so removing it '
+                              'would stop the CRI plugin from loading. Fix: make another runtime the default '
+                              'first, or set force: true to remove it and the default_runtime_name key.'
+                              % (doc.path, name, setter), key=dotted(default_path))
+    if mine:
+        summary = release(doc, ledger, owner, resource, ctx.warn)
+        return dict(removed=bool(summary['deleted_tables']), restored=summary['restored_keys'],
+                    kept=summary['kept_keys'])
+    if not exists:
+        return dict(removed=False, restored=[], kept=[])
+    if not force:
+        raise ConfigError('%s: runtime %s was not added by owner %s (created by: %s). nodeguard removes only '
+                          'what an owner added, so it is left alone. Fix: run with the owner that added it, or '
+                          'set force: true to delete it anyway.'
+                          % (doc.path, name, owner, ', '.join(created_by) or 'no recorded owner'),
+                          key=dotted(path))
+    if doc.default_runtime() == name:
+        _edit(doc, 'delete %s' % dotted(default_path), doc.toml.delete_value, default_path)
+        for rec in ledger.key_stack(default_path):
+            ledger.remove(rec)
+    _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path)
+    for rec in ledger.select(kind='table', path=path):
+        ledger.remove(rec)
+    ledger.drop_under(path)
+    return dict(removed=True, restored=[], kept=[])
+
+
+def apply_runtime(doc, ledger, ctx, params):
+    _check_input(doc.path, params)
+    if params['state'] == 'present':
+        out = runtime_present(doc, ledger, ctx, params)
+    else:
+        out = runtime_absent(doc, ledger, ctx, params)
+    table = doc.toml.get(doc.layout.runtime(params['name']))
+    out['runtime'] = table
+    out['default_runtime_name'] = doc.default_runtime()
+    out['owner'] = params['owner']
+    return out
+
+
+__all__ = ['apply_runtime', 'same_value']

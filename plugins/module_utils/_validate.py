@@ -1,0 +1,247 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Would containerd load this config?  Checked before any file is replaced.
+
+``containerd config dump`` is necessary but not sufficient (facts note): on
+2.x it accepts a missing import that the daemon then refuses, and on 1.x it
+accepts a default runtime with no table, which the CRI plugin then refuses.
+So the built-in checks here run first, on the candidate and its imports
+merged the way the node's containerd merges them.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import glob
+import os
+import re
+import shlex
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+    ConfigError,
+    Layout,
+    SUPPORTED_VERSIONS,
+    TomlParseError,
+    parse_error_message,
+    parse_toml,
+)
+
+GLOB_CHARS = re.compile(r'[*?\[]')
+_VERSION_RE = re.compile(r'\bv?(\d+)\.(\d+)(?:\.(\d+))?')
+
+
+def is_glob(entry):
+    return bool(GLOB_CHARS.search(entry))
+
+
+def resolve_import(entry, importing_file):
+    """An imports entry as an absolute path, relative to the importing file."""
+    if os.path.isabs(entry):
+        return os.path.normpath(entry)
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(importing_file)), entry))
+
+
+def expand_import(entry, importing_file):
+    """The files an entry loads, in containerd's order (globs sorted)."""
+    full = resolve_import(entry, importing_file)
+    if is_glob(entry):
+        return sorted(glob.glob(full))
+    return [full]
+
+
+def containerd_version(run_command, binary):
+    """(major, minor) of the node's containerd, or None if unknown."""
+    rc, out, _err = run_command([binary, '--version'])
+    if rc != 0:
+        return None
+    # "containerd github.com/containerd/containerd 1.6.20~ds1 ..." or "... v2.1.9 ..."
+    for word in out.split()[1:]:
+        m = _VERSION_RE.match(word)
+        if m:
+            return int(m.group(1)), int(m.group(2))
+    return None
+
+
+def replaces_plugin_tables(containerd_ver, config_version):
+    """True when imports replace whole plugin tables (containerd < 2.0)."""
+    if containerd_ver is not None:
+        return containerd_ver[0] < 2
+    # unknown binary: a version 2 file may be read by 1.x, so assume the worst
+    return config_version < 3
+
+
+def _lookup(data, path):
+    cur = data
+    for part in path:
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def _deep_merge(base, extra):
+    out = dict(base)
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _describe_lost(main_table, import_table, cri_id):
+    """What the main file's plugin table has that the import's lacks."""
+    lost = []
+    if cri_id is not None:
+        main_rt = _lookup(main_table, ('containerd', 'runtimes')) or {}
+        imp_rt = _lookup(import_table, ('containerd', 'runtimes')) or {}
+        for name in main_rt:
+            if name not in imp_rt:
+                lost.append('runtime %r' % name)
+            else:
+                for k in sorted(set(main_rt[name].get('options', {}) or {})
+                                - set(imp_rt[name].get('options', {}) or {})):
+                    lost.append('runtimes.%s.options.%s' % (name, k))
+    for k in main_table:
+        if k not in import_table and not (cri_id is not None and k == 'containerd'):
+            lost.append(k)
+    if cri_id is not None:
+        for k in (main_table.get('containerd') or {}):
+            if k != 'runtimes' and k not in (import_table.get('containerd') or {}):
+                lost.append('containerd.' + k)
+    return lost
+
+
+class ImportProblem(object):
+    def __init__(self, entry, importing_file, message):
+        self.entry = entry
+        self.importing_file = importing_file
+        self.message = message
+
+
+def load_tree(main_path, main_data):
+    """The main file and its imports, breadth first, as containerd loads them.
+
+    Returns (files, problems): files is a list of (path, data) in merge order;
+    problems lists imports that are missing or unreadable.
+    """
+    files = [(os.path.abspath(main_path), main_data)]
+    seen = set([os.path.abspath(main_path)])
+    problems = []
+    queue = [(os.path.abspath(main_path), main_data)]
+    while queue:
+        path, data = queue.pop(0)
+        for entry in data.get('imports', []) or []:
+            if not isinstance(entry, str):
+                problems.append(ImportProblem(entry, path, '%s: imports entry %r is not a string' % (path, entry)))
+                continue
+            for full in expand_import(entry, path):
+                if full in seen:
+                    continue
+                seen.add(full)
+                try:
+                    with open(full, 'rb') as f:
+                        text = f.read().decode('utf-8')
+                except IOError as exc:
+                    problems.append(ImportProblem(entry, path, '%s imports %s, which cannot be read (%s): '
+                                                  'containerd would refuse to start. Fix: create the file, '
+                                                  'or remove the entry with nodeguard.containerd.'
+                                                  'containerd_imports (state: absent, or prune_missing: true).'
+                                                  % (path, full, exc.strerror)))
+                    continue
+                except UnicodeDecodeError:
+                    problems.append(ImportProblem(entry, path, '%s imports %s, which is not UTF-8 text.'
+                                                  % (path, full)))
+                    continue
+                try:
+                    sub = parse_toml(text)
+                except TomlParseError as exc:
+                    problems.append(ImportProblem(entry, path, parse_error_message(full, exc)
+                                                  + ' (imported by %s)' % path))
+                    continue
+                files.append((full, sub))
+                queue.append((full, sub))
+    return files, problems
+
+
+def file_version(data):
+    v = data.get('version', 1)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+
+def check_tree(main_path, main_data, containerd_ver, ignore_missing=()):
+    """Built-in checks of a candidate config; returns a list of error messages."""
+    errors = []
+    files, problems = load_tree(main_path, main_data)
+    errors.extend(p.message for p in problems if p.entry not in ignore_missing)
+    main_version = file_version(main_data)
+    replace = replaces_plugin_tables(containerd_ver, main_version)
+
+    runtimes, default, default_set, cri_seen = {}, None, False, False
+    main_plugins = main_data.get('plugins') or {}
+    for index, (path, data) in enumerate(files):
+        version = file_version(data)
+        if index and version > main_version:
+            errors.append('%s has version = %d, higher than the main config %s (version = %d): containerd '
+                          'refuses that. Fix: write the drop-in with version = %d.'
+                          % (path, version, main_path, main_version, main_version))
+            continue
+        if version not in SUPPORTED_VERSIONS:
+            continue  # the main file's version was checked when it was read
+        layout = Layout(version)
+        cri = _lookup(data, layout.cri)
+        if index and replace:
+            for plugin_id, table in (data.get('plugins') or {}).items():
+                if plugin_id in main_plugins and isinstance(table, dict):
+                    lost = _describe_lost(main_plugins[plugin_id], table,
+                                          plugin_id if plugin_id == layout.cri_plugin else None)
+                    if lost:
+                        errors.append(
+                            '%s defines plugins."%s", which on containerd %s replaces the whole table of '
+                            'the main config %s: %s would be lost. Fix: put the change in %s itself, or '
+                            'make the drop-in carry the whole plugin table.'
+                            % (path, plugin_id, '.'.join(str(x) for x in containerd_ver or ('1.x',)),
+                               main_path, ', '.join(lost), main_path))
+        if cri is None:
+            continue
+        cri_seen = True
+        rts = _lookup(data, layout.runtimes)
+        dflt = _lookup(data, layout.default_runtime_name)
+        if replace:
+            runtimes = dict(rts) if isinstance(rts, dict) else {}
+            default, default_set = dflt, dflt is not None
+        else:
+            for name, table in (rts or {}).items():
+                runtimes[name] = _deep_merge(runtimes.get(name, {}), table if isinstance(table, dict) else {})
+            if dflt is not None:
+                default, default_set = dflt, True
+    if cri_seen and (runtimes or default_set):
+        name = default if default_set else 'runc'
+        if name not in runtimes:
+            errors.append('%s: default_runtime_name is %r but no runtime table of that name is defined (in '
+                          'the file or its imports): containerd\'s CRI plugin would fail to load and no pod '
+                          'could start. Fix: define the runtime, or point default_runtime_name at one of: %s.'
+                          % (main_path, name, ', '.join(sorted(runtimes)) or '(none defined)'))
+    return errors
+
+
+def run_validate(run_command, validate, containerd_bin, candidate_path):
+    """Run the user's or containerd's own validation on the candidate file.
+
+    Returns (command, rc, stdout, stderr) or None when validation is off.
+    """
+    if validate in (None, 'none'):
+        return None
+    if validate == 'auto':
+        if not containerd_bin:
+            return None
+        cmd = [containerd_bin, '--config', candidate_path, 'config', 'dump']
+    else:
+        if '%s' not in validate:
+            raise ConfigError('validate must contain %%s (the candidate file), got %r' % validate,
+                              key='validate')
+        cmd = [arg.replace('%s', candidate_path) for arg in shlex.split(validate)]
+    rc, out, err = run_command(cmd)
+    return cmd, rc, out, err

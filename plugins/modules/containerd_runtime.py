@@ -1,0 +1,236 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: containerd_runtime
+short_description: Add, change or remove a containerd CRI runtime handler, undoably
+version_added: 0.1.0
+description:
+  - Adds a runtime handler (for example C(nvidia) or C(kata-qemu)) to containerd's CRI plugin in
+    C(config.toml), changes keys of an existing one, or removes one, on behalf of an O(owner).
+  - Finds the runtimes table where the file's config version keeps it
+    (C(plugins."io.containerd.grpc.v1.cri".containerd.runtimes) in version 2,
+    C(plugins."io.containerd.cri.v1.runtime".containerd.runtimes) in version 3).
+  - Records in a ledger which tables the owner created and, for keys it changed in tables it did not
+    create, what was there before. O(state=absent) deletes only tables the owner created and puts back
+    prior values elsewhere, so removing an C(nvidia) change that only added C(BinaryName) to C(runc)
+    leaves C(runc) whole.
+  - Keeps comments, order, indentation and quoting; adding then removing the same runtime gives back
+    the original bytes.
+  - Every write is validated (built-in checks and the node's C(containerd config dump)) and atomic.
+author:
+  - nodeguard maintainers
+extends_documentation_fragment:
+  - nodeguard.containerd.common
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  name:
+    description:
+      - The runtime handler name (the RuntimeClass C(handler)), for example V(nvidia) or V(kata-qemu).
+      - Letters, digits, C(-), C(_) and C(.) only, at most 63 characters.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) creates the runtime or sets the given keys of an existing one.
+      - V(absent) undoes what O(owner) did to this runtime; a runtime the owner did not create is only
+        deleted with O(force=true).
+    type: str
+    choices: [present, absent]
+    default: present
+  runtime_type:
+    description:
+      - The runtime's C(runtime_type). A new runtime gets V(io.containerd.runc.v2) when this is not given;
+        an existing runtime's type is changed only when this is given.
+    type: str
+  runtime_path:
+    description:
+      - The runtime's C(runtime_path) (the shim binary), for example C(/opt/kata/bin/containerd-shim-kata-v2).
+    type: path
+  options:
+    description:
+      - Keys merged into the runtime's C(options) table, for example C(BinaryName), C(ConfigPath),
+        C(SystemdCgroup). Keys not given are left as they are.
+    type: dict
+    default: {}
+  settings:
+    description:
+      - Other keys of the runtime table, for example C(privileged_without_host_devices),
+        C(pod_annotations), C(container_annotations), C(snapshotter), C(base_runtime_spec).
+      - Use O(runtime_type), O(runtime_path) and O(options) for those keys.
+    type: dict
+    default: {}
+  inherit:
+    description:
+      - For a new runtime, the runtime whose table (with its C(options)) is copied first, so a new
+        C(nvidia) runtime keeps C(SystemdCgroup = true).
+      - Default is the current default runtime, else C(runc). V(none) copies nothing.
+    type: str
+  default:
+    description:
+      - V(true) makes this runtime the CRI default (C(default_runtime_name)); the previous default is
+        recorded and put back when the runtime is removed.
+      - V(false) undoes this owner's change of the default.
+      - Not given leaves the default alone.
+    type: bool
+  force:
+    description:
+      - With O(state=absent), delete a runtime that O(owner) did not create (or that is the default because
+        someone else made it so, together with the C(default_runtime_name) key).
+    type: bool
+    default: false
+seealso:
+  - module: nodeguard.containerd.containerd_setting
+  - module: nodeguard.containerd.containerd_imports
+  - module: nodeguard.containerd.containerd_baseline
+'''
+
+EXAMPLES = r'''
+- name: Add the NVIDIA runtime, inheriting the default runtime's settings (SystemdCgroup and all)
+  nodeguard.containerd.containerd_runtime:
+    name: nvidia
+    owner: gpu_toolkit
+    options:
+      BinaryName: /usr/bin/nvidia-container-runtime
+  notify: Restart containerd
+
+- name: Make it the default runtime; the previous default is recorded
+  nodeguard.containerd.containerd_runtime:
+    name: nvidia
+    owner: gpu_toolkit
+    default: true
+
+- name: Point runc at the NVIDIA runtime (what the toolkit does when its runtime name is runc)
+  nodeguard.containerd.containerd_runtime:
+    name: runc
+    owner: gpu_toolkit
+    options:
+      BinaryName: /usr/bin/nvidia-container-runtime
+
+- name: Undo it - runc keeps its table and SystemdCgroup, only BinaryName goes
+  nodeguard.containerd.containerd_runtime:
+    name: runc
+    owner: gpu_toolkit
+    state: absent
+
+- name: A kata handler as kata-deploy writes it
+  nodeguard.containerd.containerd_runtime:
+    name: kata-qemu
+    owner: coco
+    runtime_type: io.containerd.kata-qemu.v2
+    runtime_path: /opt/kata/bin/containerd-shim-kata-v2
+    inherit: none
+    settings:
+      privileged_without_host_devices: true
+      pod_annotations: ["io.katacontainers.*"]
+    options:
+      ConfigPath: /opt/kata/share/defaults/kata-containers/configuration-qemu.toml
+    backup: true
+
+- name: Remove the NVIDIA runtime; the previous default comes back
+  nodeguard.containerd.containerd_runtime:
+    name: nvidia
+    owner: gpu_toolkit
+    state: absent
+'''
+
+RETURN = r'''
+changed:
+  description: Whether the config file was changed (or would be, in check mode).
+  returned: always
+  type: bool
+diff:
+  description: Before and after text of the config, with headers, when run with C(--diff).
+  returned: changed and diff mode
+  type: dict
+backup_file:
+  description: Name of the backup file that was created.
+  returned: changed and O(backup=true)
+  type: str
+  sample: /etc/containerd/config.toml.2231.2026-11-29@10:12:01~
+config_version:
+  description: The config version of the file.
+  returned: success
+  type: int
+  sample: 2
+plugin:
+  description: The CRI plugin id that holds the runtimes for that version.
+  returned: success
+  type: str
+  sample: io.containerd.grpc.v1.cri
+runtime:
+  description: The runtime's table after the change (null when it no longer exists).
+  returned: success
+  type: dict
+  sample: {"runtime_type": "io.containerd.runc.v2", "options": {"SystemdCgroup": true, "BinaryName": "/usr/bin/nvidia-container-runtime"}}
+default_runtime_name:
+  description: The CRI default runtime after the change (null when the file does not set one).
+  returned: success
+  type: str
+  sample: runc
+created:
+  description: Whether this run created the runtime table.
+  returned: O(state=present)
+  type: bool
+removed:
+  description: Whether this run deleted the runtime table.
+  returned: O(state=absent)
+  type: bool
+restored:
+  description: Keys put back to their prior values.
+  returned: O(state=absent)
+  type: list
+  elements: str
+kept:
+  description: Keys the owner had changed that someone changed again since; they were left as they are.
+  returned: O(state=absent)
+  type: list
+  elements: str
+owner:
+  description: The ledger owner.
+  returned: success
+  type: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+    COMMON_ARGUMENT_SPEC,
+    run_transaction,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import apply_runtime
+
+
+def main():
+    argument_spec = dict(
+        name=dict(type='str', required=True),
+        state=dict(type='str', default='present', choices=['present', 'absent']),
+        runtime_type=dict(type='str'),
+        runtime_path=dict(type='path'),
+        options=dict(type='dict', default={}),
+        settings=dict(type='dict', default={}),
+        inherit=dict(type='str'),
+        default=dict(type='bool'),
+        force=dict(type='bool', default=False),
+    )
+    argument_spec.update(COMMON_ARGUMENT_SPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    run_transaction(module, lambda doc, ledger, ctx: apply_runtime(doc, ledger, ctx, module.params))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,160 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: containerd_setting
+short_description: Set or restore one containerd config key, undoably
+version_added: 0.1.0
+description:
+  - Sets one key of containerd's C(config.toml) on behalf of an O(owner) and records the prior value,
+    so O(state=absent) puts back exactly what was there (or removes the key if it was absent).
+  - Logical key names are resolved for the file's config version, so one task works on
+    containerd 1.6/1.7 (version 2) and 2.x (version 3).
+  - Same guarantees as M(nodeguard.containerd.containerd_runtime) - locked, validated, atomic,
+    format-preserving writes.
+author:
+  - nodeguard maintainers
+extends_documentation_fragment:
+  - nodeguard.containerd.common
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  key:
+    description:
+      - A logical key, resolved per config version
+      - V(cri.enable_cdi) and V(cri.cdi_spec_dirs) (CDI devices for the GPU toolkit),
+      - V(images.snapshotter) and V(images.disable_snapshot_annotations) (for the nydus snapshotter;
+        version 2 keeps them in C(plugins."io.containerd.grpc.v1.cri".containerd), version 3 in
+        C(plugins."io.containerd.cri.v1.images")),
+      - V(cri.default_runtime_name).
+      - With O(raw=true), a dotted TOML key as written in the file, for example
+        C(plugins."io.containerd.grpc.v1.cri".max_concurrent_downloads).
+    type: str
+    required: true
+  value:
+    description:
+      - The value to set (string, number, boolean or list). Required with O(state=present).
+    type: raw
+  state:
+    description:
+      - V(present) sets the key and records the prior value.
+      - V(absent) puts back the value recorded for O(owner) (or removes the key if it was absent before).
+        A key this owner never set is left alone.
+    type: str
+    choices: [present, absent]
+    default: present
+  raw:
+    description:
+      - Treat O(key) as a dotted TOML key path instead of a logical name.
+    type: bool
+    default: false
+seealso:
+  - module: nodeguard.containerd.containerd_runtime
+'''
+
+EXAMPLES = r'''
+- name: Enable CDI for the GPU toolkit
+  nodeguard.containerd.containerd_setting:
+    key: cri.enable_cdi
+    value: true
+    owner: gpu_toolkit
+
+- name: Let the nydus snapshotter see snapshot annotations
+  nodeguard.containerd.containerd_setting:
+    key: images.disable_snapshot_annotations
+    value: false
+    owner: coco
+
+- name: Put the prior value back
+  nodeguard.containerd.containerd_setting:
+    key: images.disable_snapshot_annotations
+    owner: coco
+    state: absent
+
+- name: Any key, spelled as in the file
+  nodeguard.containerd.containerd_setting:
+    key: plugins."io.containerd.grpc.v1.cri".max_concurrent_downloads
+    raw: true
+    value: 6
+    owner: tuning
+'''
+
+RETURN = r'''
+changed:
+  description: Whether the config file was changed (or would be, in check mode).
+  returned: always
+  type: bool
+diff:
+  description: Before and after text of the config, with headers, when run with C(--diff).
+  returned: changed and diff mode
+  type: dict
+backup_file:
+  description: Name of the backup file that was created.
+  returned: changed and O(backup=true)
+  type: str
+config_version:
+  description: The config version of the file.
+  returned: success
+  type: int
+plugin:
+  description: The CRI plugin id for that version.
+  returned: success
+  type: str
+key_path:
+  description: The key's path in the file, one element per table.
+  returned: success
+  type: list
+  elements: str
+  sample: ["plugins", "io.containerd.grpc.v1.cri", "enable_cdi"]
+value:
+  description: The key's value after the run (null when absent).
+  returned: success
+  type: raw
+restored:
+  description: Keys put back to their prior values.
+  returned: success
+  type: list
+  elements: str
+owner:
+  description: The ledger owner.
+  returned: success
+  type: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+    COMMON_ARGUMENT_SPEC,
+    run_transaction,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit import apply_setting
+
+
+def main():
+    argument_spec = dict(
+        key=dict(type='str', required=True, no_log=False),
+        value=dict(type='raw'),
+        state=dict(type='str', default='present', choices=['present', 'absent']),
+        raw=dict(type='bool', default=False),
+    )
+    argument_spec.update(COMMON_ARGUMENT_SPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
+                           required_if=[('state', 'present', ['value'])])
+    run_transaction(module, lambda doc, ledger, ctx: apply_setting(doc, ledger, ctx, module.params))
+
+
+if __name__ == '__main__':
+    main()
