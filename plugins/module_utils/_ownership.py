@@ -96,8 +96,7 @@ def release(doc, ledger, owner, resource, warn):
     for rec in [r for r in records if r['kind'] == 'section']:
         path = tuple(rec['path'])
         ledger.remove(rec)
-        if doc.toml.get(path) == {}:
-            _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path)
+        if _edit(doc, 'remove %s' % dotted(path), doc.toml.remove_empty_section, path):
             summary['deleted_tables'].append(dotted(path))
     return summary
 

@@ -142,7 +142,9 @@ def runtime_absent(doc, ledger, ctx, params):
     exists = doc.toml.get(path) is not None
     created_by = ledger.owners_of_table(path)
     default_path = doc.layout.default_runtime_name
-    if doc.default_runtime() == name:
+    if owner in created_by and doc.default_runtime() == name:
+        # deleting our table would leave a default that points nowhere,
+        # unless the default is our own change, which release puts back
         stack = ledger.key_stack(default_path)
         top_is_mine = stack and stack[-1]['owner'] == owner and stack[-1]['resource'] == resource
         if not top_is_mine and not force:
@@ -151,6 +153,10 @@ def runtime_absent(doc, ledger, ctx, params):
                               'would stop the CRI plugin from loading. Fix: make another runtime the default '
                               'first, or set force: true to remove it and the default_runtime_name key.'
                               % (doc.path, name, setter), key=dotted(default_path))
+        if not top_is_mine:
+            _edit(doc, 'delete %s' % dotted(default_path), doc.toml.delete_value, default_path)
+            for rec in stack:
+                ledger.remove(rec)
     if mine:
         summary = release(doc, ledger, owner, resource, ctx.warn)
         return dict(removed=bool(summary['deleted_tables']), restored=summary['restored_keys'],

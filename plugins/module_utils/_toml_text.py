@@ -487,6 +487,9 @@ class TomlText(object):
     def _add_key_to_table(self, table, key, value, literal):
         table = tuple(table)
         rendered = render_value(value, literal)
+        if not table:
+            self._insert_lines(self._top_level_end(), '%s = %s\n' % (render_key(key, literal), rendered))
+            return
         header = self.find_header(table)
         if header is not None:
             section = self._section(header)
@@ -510,6 +513,21 @@ class TomlText(object):
                                   % ('.'.join(table), '.'.join(table)))
         self.add_section(table, [(key, value)])
         # add_section stored the value in data already
+
+    def _top_level_end(self):
+        """Where a new top-level key goes: after the last one, before any table."""
+        last = None
+        for e in self.entries:
+            if e.kind == 'header':
+                break
+            if e.kind == 'keyval':
+                last = e
+        if last is not None:
+            return last.end
+        heads = self.headers()
+        if heads:
+            return self._leading_blank_start(heads[0])
+        return len(self.text)
 
     def delete_value(self, path):
         """Delete a key line; returns the raw prior value, or None if absent."""
@@ -642,6 +660,21 @@ class TomlText(object):
         for start, end in reversed(spans):
             self._splice(start, end, '')
         _del_in(self.data, path)
+        return True
+
+    def remove_empty_section(self, path):
+        """Remove a [path] header whose section holds no keys of its own.
+
+        Sub-tables written with their own headers stay: only the header line
+        (and the blank lines before it) goes.  Returns True when removed.
+        """
+        path = tuple(path)
+        header = self.find_header(path)
+        if header is None or any(e.kind == 'keyval' for e in self._section(header)):
+            return False
+        self._splice(self._leading_blank_start(header), header.end, '')
+        if _lookup(self.data, path) == {}:
+            _del_in(self.data, path)
         return True
 
     def verify(self, parse):
