@@ -456,8 +456,17 @@ class TomlText(object):
     def _insert_lines(self, pos, lines_text):
         """Insert whole lines at pos (a line start, or EOF)."""
         if pos == len(self.text) and self.text and not self.text.endswith('\n'):
-            lines_text = '\n' + lines_text
+            # keep the file's "no newline at the end" style, so that removing
+            # these lines again gives back the same bytes
+            lines_text = '\n' + lines_text[:-1] if lines_text.endswith('\n') else '\n' + lines_text
         self._splice(pos, pos, lines_text)
+
+    def _remove(self, start, end):
+        """Remove whole lines [start, end); at an unterminated end, take the newline before."""
+        if end == len(self.text) and not self.text.endswith('\n') and start > 0 \
+                and self.text[start - 1] == '\n':
+            start -= 1
+        self._splice(start, end, '')
 
     def set_value(self, path, value):
         """Set a key; returns the raw text of the prior value, or None.
@@ -539,10 +548,7 @@ class TomlText(object):
                                       % '.'.join(path))
             return None
         prior = self.text[e.value_start:e.value_end]
-        start, end = e.start, e.end
-        if end == len(self.text) and not self.text.endswith('\n') and start > 0:
-            start -= 1  # last line without a newline: take the newline before it
-        self._splice(start, end, '')
+        self._remove(e.start, e.end)
         _del_in(self.data, path)
         return prior
 
@@ -643,7 +649,7 @@ class TomlText(object):
         # key lines that define parts of the table with dotted keys elsewhere
         for e in reversed([e for e in self.entries if e.kind == 'keyval'
                            and e.path[:len(path)] == path and e.table[:len(path)] != path]):
-            self._splice(e.start, e.end, '')
+            self._remove(e.start, e.end)
         heads = self._subtree_headers(path)
         # when the sections stand together, remove them as one block, with the
         # blank lines that separated them from what came before
@@ -658,7 +664,7 @@ class TomlText(object):
         if contiguous:
             spans = [(spans[0][0], spans[-1][1])]
         for start, end in reversed(spans):
-            self._splice(start, end, '')
+            self._remove(start, end)
         _del_in(self.data, path)
         return True
 
@@ -672,7 +678,7 @@ class TomlText(object):
         header = self.find_header(path)
         if header is None or any(e.kind == 'keyval' for e in self._section(header)):
             return False
-        self._splice(self._leading_blank_start(header), header.end, '')
+        self._remove(self._leading_blank_start(header), header.end)
         if _lookup(self.data, path) == {}:
             _del_in(self.data, path)
         return True
