@@ -40,7 +40,7 @@ options:
       - Any other string is a command run on the candidate; it must contain C(%s), which is replaced
         by the candidate's path. The candidate sits in the config's own folder, so relative imports resolve.
       - V(none) skips the command.
-      - Built-in checks always run whatever this option says; every non-glob import must exist,
+      - Built-in checks always run whatever this option says. Every non-glob import must exist,
         the default runtime must name a defined runtime, and on containerd 1.x no drop-in may replace
         a plugin table of the main file and lose its keys.
     type: str
@@ -100,8 +100,8 @@ options:
     type: str
     aliases: [attr]
 notes:
-  - Writes are atomic: a temporary file in the config's folder, flushed, renamed over the config, and
-    the folder flushed. A crash leaves the old file or the new one.
+  - Writes are atomic. The new content goes to a temporary file in the config's folder, is flushed,
+    renamed over the config, and the folder is flushed. A crash leaves the old file or the new one.
   - A lock file beside the config serialises nodeguard tasks. A program that rewrites the file without
     the lock (nvidia-ctk, kata-deploy) is detected by comparing the file before the rename; the edit is
     then applied again on the new content, up to three times.

@@ -127,7 +127,7 @@ class ConfigDocument(object):
         try:
             data = parse_toml(text)
         except TomlParseError as exc:
-            raise ConfigError(parse_error_message(path, exc) + ' Nothing was written. Fix the file by '
+            raise ConfigError(parse_error_message(path, exc) + '. Nothing was written. Fix the file by '
                               'hand, or put back a known-good copy with '
                               'nodeguard.containerd.containerd_baseline (state: restore).',
                               key=None, line=getattr(exc, 'line', None), col=getattr(exc, 'col', None))

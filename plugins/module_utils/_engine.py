@@ -200,11 +200,12 @@ def _file_args(module, path):
     return module.load_file_common_arguments(params, path=path)
 
 
-def run_transaction(module, edit, ignore_missing_imports=()):
+def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_override=False):
     """Apply edit(doc, ledger, ctx) -> dict to the config and exit the module.
 
     edit mutates doc (a ConfigDocument) and ledger, and returns the module's
     own return values.  It may raise ConfigError for bad input.
+    allow_plugin_override is passed to check_tree (containerd_imports).
     """
     require_tomlkit(module)
     params = module.params
@@ -267,7 +268,8 @@ def run_transaction(module, edit, ignore_missing_imports=()):
             if module.check_mode:
                 result['changed'] = True
                 break
-            errors = check_tree(path, doc.data, ctx.containerd_version, ignore_missing=ignore_missing_imports)
+            errors = check_tree(path, doc.data, ctx.containerd_version, ignore_missing=ignore_missing_imports,
+                                allow_plugin_override=allow_plugin_override)
             if errors:
                 raise ConfigError('refusing to write %s: the new config would not load. %s Nothing was written.'
                                   % (path, ' '.join(errors)), key=None, check_errors=errors)

@@ -696,8 +696,6 @@ def parse_raw_value(raw):
     return tomlkit.parse('v = ' + raw + '\n').unwrap()['v']
 
 
-
-
 def parse_dotted_key(text):
     """A dotted key as written in TOML ('a."b.c".d') to its parts."""
     parts, _raws, pos = _parse_key(text, 0)

@@ -171,8 +171,13 @@ def file_version(data):
     return v if isinstance(v, int) and not isinstance(v, bool) else 1
 
 
-def check_tree(main_path, main_data, containerd_ver, ignore_missing=()):
-    """Built-in checks of a candidate config; returns a list of error messages."""
+def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_plugin_override=False):
+    """Built-in checks of a candidate config; returns a list of error messages.
+
+    allow_plugin_override: skip the containerd 1.x check that an import's
+    plugins.<id> table replaces the main file's table whole (the caller was
+    told it is intended); every other check still runs.
+    """
     errors = []
     files, problems = load_tree(main_path, main_data)
     errors.extend(p.message for p in problems if p.entry not in ignore_missing)
@@ -192,7 +197,7 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=()):
             continue  # the main file's version was checked when it was read
         layout = Layout(version)
         cri = _lookup(data, layout.cri)
-        if index and replace:
+        if index and replace and not allow_plugin_override:
             for plugin_id, table in (data.get('plugins') or {}).items():
                 if plugin_id in main_plugins and isinstance(table, dict):
                     lost = _describe_lost(main_plugins[plugin_id], table,

@@ -26,7 +26,7 @@ description:
     the original bytes.
   - Every write is validated (built-in checks and the node's C(containerd config dump)) and atomic.
 author:
-  - nodeguard maintainers
+  - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - nodeguard.containerd.common
   - ansible.builtin.action_common_attributes

@@ -20,7 +20,7 @@ description:
   - Same guarantees as M(nodeguard.containerd.containerd_runtime) - locked, validated, atomic,
     format-preserving writes.
 author:
-  - nodeguard maintainers
+  - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - nodeguard.containerd.common
   - ansible.builtin.action_common_attributes
