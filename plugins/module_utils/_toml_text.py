@@ -73,8 +73,22 @@ def _decode_basic(raw):
         return raw[1:-1]
 
 
+# Fast path for the keys real configs use: bare parts and quoted parts
+# without escapes.  Anything else goes through the careful loop below.
+_SIMPLE_PART = r'(?:[A-Za-z0-9_-]+|"[^"\\\n]*"|\'[^\'\n]*\')'
+_SIMPLE_KEY = re.compile(r'[ \t]*(%s(?:[ \t]*\.[ \t]*%s)*)[ \t]*' % (_SIMPLE_PART, _SIMPLE_PART))
+_SIMPLE_PARTS = re.compile(_SIMPLE_PART)
+
+
 def _parse_key(text, pos):
     """Parse a (dotted) key at pos; return (parts, raw_parts, new_pos)."""
+    m = _SIMPLE_KEY.match(text, pos)
+    if m:
+        end = m.end()
+        if end >= len(text) or text[end] not in '"\'.':
+            raws = tuple(_SIMPLE_PARTS.findall(m.group(1)))
+            parts = tuple(r[1:-1] if r[0] in '"\'' else r for r in raws)
+            return parts, raws, end
     parts, raws = [], []
     while True:
         pos = _skip_ws(text, pos)
