@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Repair: put the protected keys of a baseline back into the current config.
+
+Everything else in the file stays as it is now (an ``nvidia`` runtime added
+since the snapshot stays).  A protected table that is gone is copied back
+from the baseline's own text, comments and all; one that changed is brought
+back key by key in place, so the diff shows only what differed.  Duplicate
+and dangling ``imports`` entries are folded by ``_imports_edit.clean_imports``.
+The engine's transaction then verifies, checks and validates the result.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_drift import (
+    lookup,
+    resolve_protect,
+    same_tree,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import _edit, dotted
+
+
+def _set_data(data, path, value):
+    cur = data
+    for part in path[:-1]:
+        cur = cur.setdefault(part, {})
+    cur[path[-1]] = copy.deepcopy(value)
+
+
+def _is_inline(toml, path):
+    """True when the value at path is written as one key line (inline table/array)."""
+    return toml.find_keyval(path) is not None
+
+
+def _remove(doc, path, value):
+    if isinstance(value, dict) and not _is_inline(doc.toml, path):
+        _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path)
+    else:
+        _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_value, path)
+
+
+def _section_block(src, path, flat=False):
+    """The baseline's own text of table path and its sub-tables, or None.
+
+    None when part of the table is written outside its sections (dotted keys
+    in a parent section, an inline table): it is then rendered afresh.
+    """
+    toml = src.toml
+    if _is_inline(toml, path):
+        return None
+    heads = toml._subtree_headers(path)
+    if not heads:
+        return None
+    for e in toml.entries:
+        if e.kind == 'keyval' and tuple(e.path[:len(path)]) == tuple(path) \
+                and tuple(e.table[:len(path)]) != tuple(path):
+            return None
+    chunks = []
+    multiline = False
+    for i, h in enumerate(heads):
+        section = toml._section(h)
+        start = toml._leading_blank_start(h) if i else h.start
+        chunks.append(toml.text[start:toml._content_end(section)])
+        multiline = multiline or any(e.kind == 'keyval' and toml.text.count('\n', e.start, e.end) > 1
+                                     for e in section)
+    block = ''.join(chunks)
+    if not block.endswith('\n'):
+        block += '\n'
+    if flat and not multiline:
+        # the file is written flat (as nvidia-ctk re-serialises it): so is the table put back
+        block = ''.join(line.lstrip(' \t') for line in block.splitlines(True))
+    return block
+
+
+def _flat(toml):
+    """True when no header or key line of the file is indented."""
+    return not any(e.indent for e in toml.entries if e.kind in ('header', 'keyval'))
+
+
+def _add_rendered(doc, path, table):
+    """Write a table as [sections], sub-tables as their own sections."""
+    scalars = [(k, v) for k, v in table.items() if not isinstance(v, dict)]
+    subs = [(k, v) for k, v in table.items() if isinstance(v, dict)]
+    if scalars or not subs:
+        _edit(doc, 'add %s' % dotted(path), doc.toml.add_section, path, scalars)
+    for k, v in subs:
+        _add_rendered(doc, path + (k,), v)
+
+
+def _add(doc, src, path, value):
+    if isinstance(value, dict):
+        block = _section_block(src, path, _flat(doc.toml))
+        if block is None:
+            _add_rendered(doc, path, value)
+            return
+        _edit(doc, 'add %s' % dotted(path), doc.toml._insert_block, path, block)
+        _set_data(doc.toml.data, path, value)
+        return
+    raw = src.toml.raw_value(path)
+    if raw is not None:
+        _edit(doc, 'set %s' % dotted(path), doc.toml.restore_raw, path, raw)
+    else:
+        _edit(doc, 'set %s' % dotted(path), doc.toml.set_value, path, value)
+
+
+def put_back(doc, src, path, base, cur):
+    """Make doc's value at path equal the baseline's (src), touching as little as possible."""
+    path = tuple(path)
+    if same_tree(base, cur):
+        return
+    if isinstance(base, dict) and isinstance(cur, dict) and not _is_inline(doc.toml, path) \
+            and not _is_inline(src.toml, path):
+        for k in [k for k in cur if k not in base]:
+            _remove(doc, path + (k,), cur[k])
+        for k in base:
+            put_back(doc, src, path + (k,), base[k], lookup(doc.toml.data, path + (k,)))
+        return
+    if cur is not None:
+        if not isinstance(base, dict) and not isinstance(cur, dict) and base is not None:
+            # a value that changed: put the baseline's text back in place
+            _add(doc, src, path, base)
+            return
+        _remove(doc, path, cur)
+    if base is not None:
+        _add(doc, src, path, base)
+
+
+def repair(doc, baseline_doc, protect, clean_imports):
+    """The edit callback's work; returns the module's result values."""
+    if baseline_doc.version != doc.version:
+        raise ConfigError('%s declares version = %s but the baseline was taken of a version %s file: repair copies '
+                          'keys between files of one config version. Nothing was written. Fix: use state: restore '
+                          'to put the whole baseline back, or take a new snapshot.'
+                          % (doc.path, doc.version, baseline_doc.version), key='version')
+    restored = []
+    for key in protect:
+        path = resolve_protect(doc.layout, key)
+        base = lookup(baseline_doc.data, path)
+        cur = lookup(doc.data, path)
+        if same_tree(base, cur):
+            continue
+        put_back(doc, baseline_doc, path, base, cur)
+        restored.append(dict(key=key, path=dotted(path),
+                             change='added' if base is None else 'removed' if cur is None else 'changed'))
+    imports = clean_imports(doc, drop_missing=True)
+    return dict(restored=[r['path'] for r in restored], restored_keys=restored,
+                duplicates_removed=imports.get('duplicates_removed', []),
+                removed_missing=imports.get('removed_missing', []))

@@ -1,0 +1,482 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: containerd_baseline
+short_description: Snapshot a known-good containerd config, check drift from it, restore or repair it
+version_added: 0.1.0
+description:
+  - Keeps a known-good copy (a I(baseline)) of containerd's C(config.toml) and, by default, of every file it
+    imports, and compares the node with it, puts it back byte for byte, or puts back only the keys that keep
+    the node running.
+  - O(state=snapshot) copies the config and its imports (globs expanded), with mode, owner, a SHA-256 per file,
+    the containerd version and a timestamp, plus the nodeguard ledger of that config, into
+    C(<store>/<name>/<id>/) and points C(<store>/<name>/current) at it. The snapshot is built in a temporary
+    folder and renamed into place, so a crash leaves the previous baseline or the new one. A missing config is
+    recorded as missing.
+  - O(state=check) reports drift as key paths (C(added), C(removed), C(changed) with before and after values)
+    and fails when a protected key (O(protect)) drifted or when the config is missing, is not valid TOML or
+    would not load. It never changes anything.
+  - O(state=restore) puts back the config and the imported files byte for byte with their mode and owner, also
+    when the current file is not valid TOML or is missing, and puts back the ledger copy so that the ledger
+    agrees with the restored file. Before anything is replaced, the tree as it will be after the restore is
+    checked with the built-in checks and the node's C(containerd config dump) (see O(validate)); a baseline
+    that would not load is refused.
+  - O(state=repair) puts back only the protected keys (by default the CRI C(runc) runtime table and
+    C(default_runtime_name)) from the baseline into the current config, keeping every other change (an
+    C(nvidia) runtime added since stays), and folds duplicate and dangling C(imports) entries. The result is
+    verified and validated like every nodeguard write.
+  - O(state=absent) deletes the baseline (all of its snapshots).
+author:
+  - nodeguard maintainers (@nodeguard)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: O(state=restore) returns one diff per file it would replace; O(state=repair) one for the config.
+  platform:
+    platforms: posix
+options:
+  path:
+    description:
+      - The containerd config file.
+      - O(state=repair) needs a file of C(version = 2) or C(version = 3) of the same version as the baseline;
+        O(state=restore) accepts any current content, or none.
+    type: path
+    default: /etc/containerd/config.toml
+    aliases: [dest]
+  state:
+    description:
+      - V(snapshot) takes the baseline (once, unless O(overwrite=true)).
+      - V(check) compares the node with the baseline; fails on protected drift or a config that would not load.
+      - V(restore) puts the baseline's files back byte for byte.
+      - V(repair) puts back only the protected keys and folds duplicate or dangling imports.
+      - V(absent) deletes the baseline.
+    type: str
+    choices: [snapshot, check, restore, repair, absent]
+    default: snapshot
+  name:
+    description:
+      - Label of the baseline; its folder is C(<store>/<name>).
+      - Letters, digits, C(-), C(_) and C(.), at most 64 characters.
+      - One baseline belongs to one config path; using a name taken for another path fails.
+    type: str
+    default: default
+  store:
+    description:
+      - Folder that holds the baselines (created with mode V(0700)).
+    type: path
+    default: /var/lib/nodeguard/baselines
+  include_imports:
+    description:
+      - Also copy every file the config imports (globs expanded, imports of imports too), so that a restore brings
+        back a deleted drop-in and a check reports drift inside drop-ins.
+      - Files that match an imports glob but were not in the baseline are left alone by a restore (with a warning).
+      - Used when the snapshot is taken; O(state=check) and O(state=restore) use what the baseline holds.
+    type: bool
+    default: true
+  protect:
+    description:
+      - Key paths that O(state=check) fails on when they drifted and O(state=repair) puts back.
+      - Logical names are resolved for the file's config version, for example V(cri.runtimes.runc) (a runtime
+        table), V(cri.default_runtime_name), V(cri.enable_cdi), V(images.snapshotter),
+        V(images.disable_snapshot_annotations); C(cri.<key>) is a key of the CRI runtime plugin's table and
+        C(images.<key>) one of the table that holds the image settings.
+      - Anything else is a raw dotted TOML path as written in the file, for example
+        C(plugins."io.containerd.grpc.v1.cri".sandbox_image).
+      - A table is compared and put back whole.
+      - Default is V(cri.runtimes.runc) and V(cri.default_runtime_name). An empty list protects nothing; O(state=check)
+        then fails only on a config that is missing or would not load, and O(state=repair) only folds imports.
+      - Protected keys are compared in the config file itself, not in its imports.
+    type: list
+    elements: str
+  overwrite:
+    description:
+      - When V(false), O(state=snapshot) takes the baseline once and then reports C(changed=false).
+      - When V(true), it takes a new snapshot whenever a file of the tree (content, mode or owner) differs from the
+        current baseline; the previous one is kept as an older snapshot (see O(keep)).
+    type: bool
+    default: false
+  keep:
+    description:
+      - How many older snapshots of this baseline to keep besides the current one. Older ones are deleted when
+        O(state=snapshot) runs.
+    type: int
+    default: 3
+  backup:
+    description:
+      - With O(state=restore) or O(state=repair), create a backup file with a timestamp in its name beside each
+        file before replacing it.
+    type: bool
+    default: false
+  validate:
+    description:
+      - How the result is checked before it replaces anything (O(state=restore) and O(state=repair)).
+      - V(auto) runs the node's own C(containerd --config <candidate> config dump) when a C(containerd) binary is
+        in PATH. Any other string is a command that must contain C(%s) (the candidate's path). V(none) skips the
+        command.
+      - The built-in checks (every non-glob import exists, the default runtime is defined, no drop-in replaces a
+        plugin table of the main file on containerd 1.x) always run.
+      - For O(state=restore) the candidate is a copy of the restored tree in a temporary folder, whose absolute
+        C(imports) entries point into that folder, because the files being restored are not on disk yet.
+    type: str
+    default: auto
+  lock_timeout:
+    description:
+      - Seconds to wait for the lock of the baseline store and the lock file beside the config
+        (C(.<name>.nodeguard.lock)) held by another nodeguard task before failing.
+    type: float
+    default: 30
+  state_dir:
+    description:
+      - Folder of the nodeguard ledger (C(<state_dir>/ledger/)); O(state=snapshot) copies the config's ledger into
+        the baseline and O(state=restore) puts it back.
+    type: path
+    default: /var/lib/nodeguard
+  follow:
+    description:
+      - When O(path) is a symbolic link, O(state=restore) and O(state=repair) replace the file it points to.
+        When V(false), they refuse a link and write nothing. Snapshot and check read through links.
+    type: bool
+    default: false
+  mode:
+    description:
+      - Permissions of the config after O(state=restore) or O(state=repair), as for M(ansible.builtin.file).
+      - By default a restore gives the config the mode recorded in the baseline, and a repair keeps the current one.
+    type: raw
+  file_owner:
+    description:
+      - Unix user that should own the config after a restore or repair (name or uid). By default a restore gives
+        it the owner recorded in the baseline.
+    type: str
+  group:
+    description:
+      - Unix group of the config after a restore or repair (name or gid). By default a restore gives it the group
+        recorded in the baseline.
+    type: str
+  seuser:
+    description: SELinux user of the config after a restore or repair, as for M(ansible.builtin.file).
+    type: str
+  serole:
+    description: SELinux role of the config after a restore or repair, as for M(ansible.builtin.file).
+    type: str
+  setype:
+    description: SELinux type of the config after a restore or repair, as for M(ansible.builtin.file).
+    type: str
+  selevel:
+    description: SELinux level of the config after a restore or repair, as for M(ansible.builtin.file).
+    type: str
+  attributes:
+    description: File attributes (as shown by C(lsattr)) of the config after a restore or repair.
+    type: str
+    aliases: [attr]
+notes:
+  - The baseline store holds byte copies of the config (which may hold registry credentials); its folders are
+    created with mode V(0700) and its files with V(0600).
+  - Every file is written atomically (a temporary file in the target's folder, flushed, renamed) under the lock
+    beside the config; imported files are restored before the config that imports them.
+  - A restore never deletes a file. A drop-in created after the snapshot that matches an imports glob stays and
+    is reported in a warning.
+  - O(state=repair) does not record anything in the ledger; the keys it puts back belong to the baseline.
+requirements:
+  - tomlkit (Python library, on the managed node)
+seealso:
+  - module: nodeguard.containerd.containerd_runtime
+  - module: nodeguard.containerd.containerd_setting
+'''
+
+EXAMPLES = r'''
+- name: Take the known-good baseline once, before any runtime is installed
+  nodeguard.containerd.containerd_baseline:
+    state: snapshot
+
+- name: Fail the play when the runc runtime or the default runtime was changed behind our back
+  nodeguard.containerd.containerd_baseline:
+    state: check
+  register: drift
+
+- name: Put back the runc table and default_runtime_name, keep the NVIDIA runtime, fold broken imports
+  nodeguard.containerd.containerd_baseline:
+    state: repair
+    backup: true
+  notify: Restart containerd
+
+- name: Protect the snapshotter too (resolved for config version 2 or 3)
+  nodeguard.containerd.containerd_baseline:
+    state: check
+    protect:
+      - cri.runtimes.runc
+      - cri.default_runtime_name
+      - images.snapshotter
+      - plugins."io.containerd.grpc.v1.cri".sandbox_image
+
+- name: Bring back config.toml and its deleted drop-ins byte for byte (also from imports = [ , ])
+  nodeguard.containerd.containerd_baseline:
+    state: restore
+  notify: Restart containerd
+
+- name: Replace the baseline after a planned change, keeping the five previous ones
+  nodeguard.containerd.containerd_baseline:
+    state: snapshot
+    overwrite: true
+    keep: 5
+
+- name: Forget the baseline
+  nodeguard.containerd.containerd_baseline:
+    state: absent
+'''
+
+RETURN = r'''
+changed:
+  description:
+    - Whether a snapshot was taken or pruned, files were restored (or would be, in check mode), or the config was
+      repaired. Always V(false) for O(state=check).
+  returned: always
+  type: bool
+baseline:
+  description: The baseline's folder, C(<store>/<name>).
+  returned: always
+  type: str
+  sample: /var/lib/nodeguard/baselines/default
+snapshot:
+  description: The folder of the snapshot in use (holds C(manifest.json) and C(files/)).
+  returned: success, except O(state=absent)
+  type: str
+  sample: /var/lib/nodeguard/baselines/default/20261129T101201.123456Z
+files:
+  description: The files of the baseline.
+  returned: success, except O(state=absent)
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The file on the node.
+      type: str
+    role:
+      description: V(config) or V(import).
+      type: str
+    sha256:
+      description: SHA-256 of the file's bytes.
+      type: str
+    size:
+      description: Size in bytes.
+      type: int
+    mode:
+      description: Mode, in octal.
+      type: str
+    owner:
+      description: User name of the owner (null when the uid has no name).
+      type: str
+    group:
+      description: Group name (null when the gid has no name).
+      type: str
+    uid:
+      description: Owner uid.
+      type: int
+    gid:
+      description: Group gid.
+      type: int
+    entry:
+      description: The C(imports) entry that loads the file (null for the config).
+      type: str
+    imported_by:
+      description: The file whose C(imports) names this one (null for the config).
+      type: str
+    stored:
+      description: Where the copy is kept.
+      type: str
+  sample:
+    - path: /etc/containerd/config.toml
+      role: config
+      sha256: 3f1c9a0e1d4b8f0b8b1f6e8d7c2a9e4b5d6c7f8a9b0c1d2e3f4a5b6c7d8e9f0a
+      size: 1432
+      mode: '0644'
+      owner: root
+      group: root
+      uid: 0
+      gid: 0
+      entry: null
+      imported_by: null
+      stored: /var/lib/nodeguard/baselines/default/20261129T101201.123456Z/files/000-config.toml
+created:
+  description: When the baseline was taken (UTC, ISO 8601).
+  returned: when a baseline exists
+  type: str
+  sample: '2026-11-29T10:12:01.123456Z'
+containerd_version:
+  description: The containerd version the node had when the baseline was taken (null if no binary was found).
+  returned: when a baseline exists
+  type: str
+  sample: 1.6.20~ds1
+config_version:
+  description: The config version of the file. For O(state=repair), of the current file.
+  returned: success, except O(state=absent)
+  type: int
+  sample: 2
+drift:
+  description:
+    - How the node differs from the baseline. Keys are dotted TOML paths; C(path) is the same as a list of parts.
+    - A table that exists on one side only is one entry, with its whole value.
+    - For O(state=repair), the config file only, before the repair.
+    - Null when the current config could not be read (missing files are reported under C(files.removed)).
+  returned: O(state=check), O(state=restore) when the current config can be read, O(state=repair)
+  type: dict
+  contains:
+    added:
+      description: Keys that exist now and did not in the baseline (C(key), C(path), C(value), C(file)).
+      type: list
+      elements: dict
+    removed:
+      description: Keys of the baseline that are gone (C(key), C(path), C(value), C(file)).
+      type: list
+      elements: dict
+    changed:
+      description: Keys whose value changed (C(key), C(path), C(before), C(after), C(file)).
+      type: list
+      elements: dict
+    files:
+      description: Files of the tree C(added), C(removed) or C(changed) (lists of paths). Not for O(state=repair).
+      type: dict
+  sample:
+    added:
+      - key: plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia
+        path: [plugins, io.containerd.grpc.v1.cri, containerd, runtimes, nvidia]
+        value: {runtime_type: io.containerd.runc.v2, options: {BinaryName: /usr/bin/nvidia-container-runtime}}
+        file: /etc/containerd/config.toml
+    removed:
+      - key: plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc
+        path: [plugins, io.containerd.grpc.v1.cri, containerd, runtimes, runc]
+        value: {runtime_type: io.containerd.runc.v2, options: {SystemdCgroup: true}}
+        file: /etc/containerd/config.toml
+    changed: []
+    files: {added: [], removed: [], changed: [/etc/containerd/config.toml]}
+drifted:
+  description: Whether anything drifted.
+  returned: O(state=check) when the config can be read
+  type: bool
+protected_drift:
+  description:
+    - The protected keys that differ from the baseline, each with C(key) (as given in O(protect)), C(path) (dotted,
+      for the file's version), C(change) (V(added), V(removed) or V(changed)), C(before) and C(after).
+    - Null when the current config could not be read.
+  returned: O(state=check), O(state=repair)
+  type: list
+  elements: dict
+  sample:
+    - key: cri.runtimes.runc
+      path: plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc
+      change: removed
+      before: {runtime_type: io.containerd.runc.v2, options: {SystemdCgroup: true}}
+      after: null
+problems:
+  description: Why the config (now, for O(state=check); at snapshot time, for O(state=snapshot)) would not load.
+  returned: O(state=check), O(state=snapshot) when a snapshot was taken
+  type: list
+  elements: str
+protect:
+  description: The protected keys and their dotted paths for the current file.
+  returned: O(state=check) when the config can be read
+  type: list
+  elements: dict
+restored:
+  description:
+    - O(state=restore), the files written back (content, mode or owner).
+    - O(state=repair), the dotted paths of the protected keys put back.
+  returned: O(state=restore), O(state=repair)
+  type: list
+  elements: str
+  sample: [/etc/containerd/conf.d/nydus-snapshotter.toml, /etc/containerd/config.toml]
+restored_keys:
+  description: O(state=repair), each key put back with C(key), C(path) and C(change) (what had happened to it).
+  returned: O(state=repair)
+  type: list
+  elements: dict
+created_files:
+  description: Files a restore created because they did not exist.
+  returned: O(state=restore)
+  type: list
+  elements: str
+ledger:
+  description: What a restore did to the ledger of the config (V(restored), V(removed), or null when it agreed).
+  returned: O(state=restore)
+  type: str
+duplicates_removed:
+  description: Duplicate C(imports) entries a repair folded.
+  returned: O(state=repair)
+  type: list
+  elements: str
+removed_missing:
+  description: C(imports) entries naming missing files that a repair removed.
+  returned: O(state=repair)
+  type: list
+  elements: str
+pruned:
+  description: Snapshot folders deleted because of O(keep).
+  returned: O(state=snapshot)
+  type: list
+  elements: str
+missing_imports:
+  description: Imports that named missing files when the snapshot was taken.
+  returned: O(state=snapshot) when a snapshot was taken
+  type: list
+  elements: dict
+removed:
+  description: Whether the baseline was deleted.
+  returned: O(state=absent)
+  type: bool
+backup_file:
+  description: The backup of the config, with O(backup=true).
+  returned: changed and O(backup=true)
+  type: str
+backup_files:
+  description: All backups a restore made, with O(backup=true).
+  returned: O(state=restore), changed and O(backup=true)
+  type: list
+  elements: str
+diff:
+  description: Before and after text, with C(--diff). A list of one per file for O(state=restore).
+  returned: changed and diff mode
+  type: raw
+plugin:
+  description: The CRI plugin id for the config's version.
+  returned: O(state=repair)
+  type: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import COMMON_ARGUMENT_SPEC
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_states import main as run
+
+COMMON_OPTIONS = ('path', 'backup', 'validate', 'lock_timeout', 'state_dir', 'follow', 'mode', 'file_owner',
+                  'group', 'seuser', 'serole', 'setype', 'selevel', 'attributes')
+
+
+def main():
+    argument_spec = dict(
+        state=dict(type='str', default='snapshot', choices=['snapshot', 'check', 'restore', 'repair', 'absent']),
+        name=dict(type='str', default='default'),
+        store=dict(type='path', default='/var/lib/nodeguard/baselines'),
+        include_imports=dict(type='bool', default=True),
+        protect=dict(type='list', elements='str'),
+        overwrite=dict(type='bool', default=False),
+        keep=dict(type='int', default=3),
+    )
+    for key in COMMON_OPTIONS:
+        argument_spec[key] = dict(COMMON_ARGUMENT_SPEC[key])
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    run(module)
+
+
+if __name__ == '__main__':
+    main()

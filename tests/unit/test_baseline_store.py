@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+"""The baseline store and the config tree reader."""
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import (
+    Attrs,
+    OverlaySource,
+    Store,
+    check_name,
+    glob_match,
+    read_tree,
+    utc_now,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_restore import (
+    _rebase_imports,
+    ledger_for_restore,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(str(path)), exist_ok=True)
+    with open(str(path), 'w') as f:
+        f.write(text)
+    return str(path)
+
+
+@pytest.mark.parametrize('name', ['default', 'pre-gpu_1.2', 'A' * 64])
+def test_good_names(name):
+    check_name(name)
+
+
+@pytest.mark.parametrize('name', ['', '.', '..', '../x', 'a/b', '-x', 'a b', 'A' * 65, '.hidden', 'x\n'])
+def test_bad_names(name):
+    with pytest.raises(ConfigError):
+        check_name(name)
+
+
+def test_glob_match_like_glob():
+    assert glob_match('/etc/c/conf.d/*.toml', '/etc/c/conf.d/50-kata.toml')
+    assert not glob_match('/etc/c/conf.d/*.toml', '/etc/c/conf.d/sub/50-kata.toml')
+    assert not glob_match('/etc/c/conf.d/*.toml', '/etc/c/conf.d/.hidden.toml')
+    assert glob_match('/etc/c/conf.d/.*.toml', '/etc/c/conf.d/.hidden.toml')
+    assert glob_match('/etc/c/*/x.toml', '/etc/c/d/x.toml')
+
+
+def test_read_tree_breadth_first_with_globs_relative_and_missing(tmp_path):
+    main = write(tmp_path / 'config.toml', 'version = 2\nimports = ["conf.d/*.toml", "/nope.toml", "b.toml"]\n')
+    b = write(tmp_path / 'b.toml', 'version = 2\nimports = ["c.toml"]\n')
+    c = write(tmp_path / 'c.toml', 'version = 2\n')
+    z = write(tmp_path / 'conf.d' / 'z.toml', 'version = 2\nimports = ["../config.toml"]\n')
+    a = write(tmp_path / 'conf.d' / 'a.toml', 'not toml = = \n')
+    tree = read_tree(main)
+    assert [f.path for f in tree.files] == [main, a, z, b, c]
+    assert [f.role for f in tree.files] == ['config', 'import', 'import', 'import', 'import']
+    assert tree.files[1].error and 'not valid TOML' in tree.files[1].error
+    assert tree.missing == [dict(entry='/nope.toml', path='/nope.toml', imported_by=main)]
+    assert tree.globs[0]['matched'] == [a, z]
+    assert [f.path for f in read_tree(main, include_imports=False).files] == [main]
+    assert read_tree(str(tmp_path / 'absent.toml')).config_missing
+
+
+def test_overlay_source_adds_files_that_are_not_on_disk(tmp_path):
+    main = write(tmp_path / 'config.toml', 'version = 2\nimports = ["conf.d/*.toml", "gone.toml"]\n')
+    gone = str(tmp_path / 'gone.toml')
+    kata = str(tmp_path / 'conf.d' / '50-kata.toml')
+    overlay = {gone: (b'version = 2\n', Attrs(0o600, 0, 0)), kata: (b'version = 2\n', Attrs(0o644, 0, 0))}
+    tree = read_tree(main, True, OverlaySource(overlay))
+    assert [f.path for f in tree.files] == [main, kata, gone] and tree.missing == []
+    assert tree.files[2].attrs.mode == 0o600
+
+
+def test_rebase_imports_only_touches_absolute_entries():
+    text = "version = 3\n# keep\nimports = ['/etc/c/conf.d/*.toml', 'rel.toml']\n[a]\nb = 1\n"
+    out = _rebase_imports(text, '/tmp/m')
+    assert '/tmp/m/etc/c/conf.d/*.toml' in out and "'rel.toml'" in out and '# keep' in out
+
+
+def test_ledger_copy_made_to_agree_with_the_restored_file():
+    good = json.dumps({'format': 1, 'config_sha256': 'abc', 'records': [], 'previous': None}).encode()
+    assert ledger_for_restore(good, 'abc') == good
+    fixed = json.loads(ledger_for_restore(good, 'def').decode())
+    assert fixed['config_sha256'] == 'def' and fixed['previous'] is None
+    assert ledger_for_restore(None, 'abc') is None
+
+
+class FakeTreeFile(object):
+    def __init__(self, path, raw):
+        self.path, self.raw, self.role = path, raw, 'config'
+        self.attrs = Attrs(0o644, os.getuid(), os.getgid())
+        self.entry = self.imported_by = None
+
+    @property
+    def sha256(self):
+        import hashlib
+        return hashlib.sha256(self.raw).hexdigest()
+
+
+def _snap(store, n):
+    _now, stamp = utc_now()
+    return store.write(dict(format=1, ledger=None, config='/c.toml', include_imports=True),
+                       [FakeTreeFile('/c.toml', b'v%d' % n)], None, stamp)
+
+
+def test_store_write_load_prune_remove(tmp_path):
+    store = Store(str(tmp_path / 'store'), 'default')
+    assert store.lock(5) is not None
+    assert store.load() is None
+    folders = [_snap(store, n) for n in range(4)]
+    assert len(set(folders)) == 4
+    b = store.load()
+    assert b.folder == folders[-1] and b.manifest['id'] == os.path.basename(folders[-1])
+    assert b.read(b.config_record) == b'v3'
+    assert oct(os.stat(b.stored_path(b.config_record)).st_mode & 0o777) == '0o600'
+    assert store.prune(1) == folders[:2]
+    assert store.snapshot_ids() == [os.path.basename(f) for f in folders[2:]]
+    # leftovers of a killed run are cleaned by the next snapshot
+    os.mkdir(os.path.join(store.folder, '.tmp-killed'))
+    _snap(store, 9)
+    assert not os.path.exists(os.path.join(store.folder, '.tmp-killed'))
+    # a damaged copy is refused
+    b = store.load()
+    with open(b.stored_path(b.config_record), 'ab') as f:
+        f.write(b'x')
+    with pytest.raises(ConfigError) as exc:
+        b.read(b.config_record)
+    assert 'checksum mismatch' in str(exc.value)
+    assert store.remove() and not os.path.exists(store.folder)
+    assert not store.remove()
+    store.unlock()
+
+
+def test_store_refuses_folders_that_are_not_baselines(tmp_path):
+    write(tmp_path / 'store' / 'etc' / 'passwd', 'root:x:0:0\n')
+    store = Store(str(tmp_path / 'store'), 'etc')
+    with pytest.raises(ConfigError):
+        store.remove()
+    with pytest.raises(ConfigError):
+        _snap(store, 1)
+    assert os.path.exists(str(tmp_path / 'store' / 'etc' / 'passwd'))
