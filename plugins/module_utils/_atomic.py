@@ -59,14 +59,17 @@ class FileLock(object):
     locks on two different inodes.  Its name cannot match an imports glob.
     """
 
-    def __init__(self, path, timeout):
+    def __init__(self, path, timeout, create=True):
         self.lock_path = lock_path_for(path)
         self.timeout = timeout
+        self.create = create  # check mode must not leave a lock file behind
         self.fd = None
         self.waited = 0.0
 
     def acquire(self):
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        if not self.create and not os.path.exists(self.lock_path):
+            return self  # nobody has ever locked this file: nothing to wait for
+        fd = os.open(self.lock_path, os.O_RDWR | (os.O_CREAT if self.create else 0), 0o600)
         start = time.monotonic()
         delay = 0.01
         while True:

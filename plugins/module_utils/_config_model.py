@@ -96,7 +96,13 @@ def parse_toml(text):
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        tomlkit.parse(text)  # raises a located ParseError in nearly every case
+        try:
+            tomlkit.parse(text)  # raises a located ParseError in nearly every case
+        except TomlParseError:
+            raise
+        except Exception as kexc:  # e.g. KeyAlreadyPresent (a key defined twice) is no ParseError
+            where = [int(w) for w in str(exc).replace(',', ' ').replace(')', ' ').split() if w.isdigit()][-2:]
+            raise TomlParseError(*(where if len(where) == 2 else [0, 0]) + [str(kexc)])
         raise TomlParseError(0, 0, str(exc))
 
 

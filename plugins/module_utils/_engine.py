@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import time
 import traceback
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
@@ -45,6 +46,10 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._validate imp
 )
 
 MAX_ATTEMPTS = 3
+# containerd's default config is ~10 KB and 5,000 runtimes with options are
+# ~1.5 MB; a bigger file is refused before it is parsed (a 50 MB one would
+# take minutes and GBs), so every run ends in bounded time and memory.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 # Options every config-editing module takes (documented in the
 # nodeguard.containerd.common doc fragment).
@@ -140,6 +145,21 @@ def _default_config(ctx, path):
     return out
 
 
+def _read_settled(path, wait=1.0):
+    """The file's bytes; an empty file is read again for up to `wait` seconds.
+
+    A writer that does not take our lock (nvidia-ctk, a shell redirect)
+    truncates the file before it writes it: an empty read is most often that
+    instant, not the file's real content.
+    """
+    data = read_bytes(path)
+    deadline = time.monotonic() + wait
+    while data is not None and not data.strip() and time.monotonic() < deadline:
+        time.sleep(0.05)
+        data = read_bytes(path)
+    return data
+
+
 def _decode(path, raw):
     try:
         return raw.decode('utf-8')
@@ -212,7 +232,13 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
     result = dict(changed=False)
     tmp = None
     lock = None
+    backup_file = None
     try:
+        validate = params.get('validate')
+        if validate not in (None, 'auto', 'none') and '%s' not in validate:
+            raise ConfigError('validate must contain %%s (replaced by the candidate file), got %r. Nothing was '
+                              'written. Fix: e.g. validate: "containerd --config %%s config dump".' % validate,
+                              key='validate')
         path = _target_path(module, os.path.abspath(params['path']))
         folder = os.path.dirname(path)
         ctx = Context(module, path)
@@ -225,7 +251,7 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
             else:
                 os.makedirs(folder, 0o755)
         try:
-            lock = FileLock(path, params['lock_timeout']).acquire()
+            lock = FileLock(path, params['lock_timeout'], create=not module.check_mode).acquire()
         except (IOError, OSError) as exc:
             raise ConfigError('cannot create the lock file beside %s (%s). Nothing was written. Fix: run as a '
                               'user who may write to %s (become: true).' % (path, exc.strerror, folder))
@@ -233,8 +259,19 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
             raise ConfigError(str(exc), key='lock_timeout')
         clean_stale_temps(path)
         for _attempt in range(MAX_ATTEMPTS):
-            original = read_bytes(path)
+            original = _read_settled(path)
+            if original is not None and len(original) > MAX_CONFIG_BYTES:
+                raise ConfigError('%s is %.1f MB; nodeguard edits configs of up to %d MB (containerd\'s default '
+                                  'config is about 10 KB). Nothing was written. Fix: check what filled the file; '
+                                  'put back a known-good copy with nodeguard.containerd.containerd_baseline '
+                                  '(state: restore).' % (path, len(original) / 1048576.0, MAX_CONFIG_BYTES // 1048576),
+                                  key='path')
             text = None if original is None else _decode(path, original)
+            if text is not None and not text.strip() and not params.get('create'):
+                raise ConfigError('%s is empty: containerd would start with built-in defaults only, without this '
+                                  'node\'s settings. Nothing was written. Fix: put back a known-good copy with '
+                                  'nodeguard.containerd.containerd_baseline (state: restore), or set create: true '
+                                  'to start from the node\'s "containerd config default".' % path, key='path')
             created = False
             if original is None or (params.get('create') and not text.strip()):
                 if not params.get('create'):
@@ -287,6 +324,10 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
                 raise ConfigError('refusing to write %s: validation "%s" failed (rc=%s): %s. Nothing was written.'
                                   % (path, ' '.join(cmd).replace(tmp, '%s'), rc,
                                      ' | '.join(detail[-3:]) or 'no output'), key=None)
+            if params.get('backup') and original is not None and backup_file is None:
+                backup_file = module.backup_local(path)
+            # compared as late as possible: a writer without our lock (nvidia-ctk)
+            # can still slip in before the rename, but not behind a slow step
             if read_bytes(path) != original:
                 # another program rewrote the file while we worked: start over
                 # from its content rather than overwrite its change
@@ -296,8 +337,8 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
                          'content' % path)
                 result = dict(changed=False)
                 continue
-            if params.get('backup') and original is not None:
-                result['backup_file'] = module.backup_local(path)
+            if backup_file:
+                result['backup_file'] = backup_file
             ledger.save(sha256_bytes(new))
             commit_temp(tmp, path)
             tmp = None
@@ -308,7 +349,8 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
                               'writer that does not take %s, e.g. nvidia-ctk or kata-deploy). Nothing was '
                               'written. Fix: let that program finish, then run again.'
                               % (path, MAX_ATTEMPTS, os.path.basename(lock.lock_path)), key=None)
-        if not module.check_mode and not result['changed'] and os.path.exists(path):
+        if not result['changed'] and os.path.exists(path):
+            # mode/owner-only changes; the call itself honours check mode
             result['changed'] = module.set_fs_attributes_if_different(_file_args(module, path), False)
     except ConfigError as exc:
         if tmp:

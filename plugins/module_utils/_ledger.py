@@ -31,6 +31,7 @@ import os
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
     atomic_write,
+    clean_stale_temps,
     read_bytes,
 )
 
@@ -87,19 +88,22 @@ class Ledger(object):
         Returns a note when it had to roll back (a crash between the ledger
         write and the config rename), else None.
         """
-        if self.previous is None or self.config_sha256 == current_sha:
-            self.previous = None
-            return None
-        if self.previous.get('config_sha256') == current_sha:
+        # Whatever happens below, the records then describe the file as it is
+        # now, so that is the state the next save() must offer for rollback
+        # (a fresh ledger had no hash; after a rollback the loaded state is
+        # the one that never reached the file).
+        note = None
+        if self.previous is not None and self.config_sha256 != current_sha \
+                and self.previous.get('config_sha256') == current_sha:
             self.records = self.previous.get('records', [])
             self.config_sha256 = current_sha
-            self.previous = None
             self.dirty = True
-            return 'rolled the ledger back: the previous run stopped before its config write'
-        # Someone else rewrote the file since: our records still say what we
-        # own; the file will be compared key by key when they are used.
+            note = 'rolled the ledger back: the previous run stopped before its config write'
+        # Otherwise someone else may have rewritten the file since: our records
+        # still say what we own; the file is compared key by key when they are used.
         self.previous = None
-        return None
+        self._saved_state = {'config_sha256': current_sha, 'records': copy.deepcopy(self.records)}
+        return note
 
     # ---------------------------------------------------------------- queries
     def select(self, owner=None, resource=None, kind=None, path=None):
@@ -148,10 +152,14 @@ class Ledger(object):
         """Remember a key change; the first prior an owner saw is kept."""
         mine = self.select(owner=owner, resource=resource, kind='key', path=path)
         if mine:
-            if mine[0]['value'] != value:
-                mine[0]['value'] = value
-                self.dirty = True
-            return mine[0]
+            if self.key_stack(path)[-1] is mine[0]:
+                if mine[0]['value'] != value:
+                    mine[0]['value'] = value
+                    self.dirty = True
+                return mine[0]
+            # someone changed the key after us and we change it again: our
+            # old record hands its prior on, and we stack on top of theirs
+            self.release_key(mine[0])
         return self.add({'owner': owner, 'resource': resource, 'kind': 'key', 'path': path,
                          'prior': prior, 'value': value})
 
@@ -196,6 +204,7 @@ class Ledger(object):
         except OSError as exc:
             if exc.errno != errno.EEXIST:
                 raise
+        clean_stale_temps(self.path)  # left by a run killed in atomic_write; we hold the config's lock
         atomic_write(self.path, (json.dumps(data, indent=1, sort_keys=True) + '\n').encode('utf-8'),
                      mode=0o600)
         self.config_sha256 = new_config_sha

@@ -16,15 +16,13 @@ __metaclass__ = type
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
     TomlLayoutError,
+    dotted_path,
     parse_raw_value,
-    render_key,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
 
 
-def dotted(path):
-    """A key path as TOML spells it: plugins."io.containerd.grpc.v1.cri".enable_cdi."""
-    return '.'.join(render_key(p) for p in path)
+dotted = dotted_path
 
 
 def same_value(a, b):
@@ -54,6 +52,13 @@ def set_owned(doc, ledger, owner, resource, path, value, own_table=False):
     path = tuple(path)
     current = doc.toml.get(path)
     if current is not None and same_value(current, value):
+        # Already so.  If other owners changed this key, this owner now
+        # depends on the value too: a "hold" record (prior = value) keeps it
+        # when they leave, and hands their prior on when this owner leaves.
+        if not own_table and ledger.key_stack(path) and not ledger.select(owner=owner, resource=resource,
+                                                                           kind='key', path=path):
+            raw = doc.toml.raw_value(path)
+            ledger.record_key(owner, resource, path, raw, raw)
         return False
     since = len(doc.toml.created_sections)
     prior = _edit(doc, 'set %s' % dotted(path), doc.toml.set_value, path, value)
@@ -93,12 +98,37 @@ def release(doc, ledger, owner, resource, warn):
         if _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path):
             summary['deleted_tables'].append(dotted(path))
         ledger.drop_under(path)
+    for rec in [r for r in records if r['kind'] == 'builtin']:
+        _release_builtin(doc, ledger, rec, summary)
     for rec in [r for r in records if r['kind'] == 'section']:
         path = tuple(rec['path'])
         ledger.remove(rec)
         if _edit(doc, 'remove %s' % dotted(path), doc.toml.remove_empty_section, path):
             summary['deleted_tables'].append(dotted(path))
+            continue
+        # still holds another owner's keys: that owner removes it later
+        inside = [r for r in ledger.records if r.get('kind') == 'key'
+                  and tuple(r['path'][:len(path)]) == path]
+        if inside:
+            heir = max(inside, key=lambda r: r['seq'])
+            ledger.add({'owner': heir['owner'], 'resource': heir['resource'], 'kind': 'section', 'path': path})
     return summary
+
+
+def _release_builtin(doc, ledger, rec, summary):
+    """A runc table written out for containerd 1.x goes when it is the last runtime left."""
+    path = tuple(rec['path'])
+    ledger.remove(rec)
+    siblings = [n for n in (doc.toml.get(path[:-1]) or {}) if n != path[-1]]
+    if not siblings:
+        if doc.toml.get(path) is not None and _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path):
+            summary['deleted_tables'].append(dotted(path))
+        return
+    # other runtimes still need it: the newest of their owners inherits it
+    tables = [r for r in ledger.records if r.get('kind') == 'table' and tuple(r['path'][:-1]) == path[:-1]]
+    if tables:
+        heir = max(tables, key=lambda r: r['seq'])
+        ledger.add({'owner': heir['owner'], 'resource': heir['resource'], 'kind': 'builtin', 'path': path})
 
 
 def _matches(current_raw, recorded_raw):

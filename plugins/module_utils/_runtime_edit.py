@@ -9,7 +9,12 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError, Layout
+from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
+    file_version,
+    load_tree,
+    replaces_plugin_tables,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import (
     _edit,
     dotted,
@@ -90,12 +95,57 @@ def _wanted_keys(params, table_path):
     return out
 
 
+def _defined_in_imports(doc, name):
+    """The imported file that defines runtime name, or None."""
+    files, _problems = load_tree(doc.path, doc.data)
+    for path, data in files[1:]:
+        version = file_version(data)
+        if version in (2, 3, 4):
+            table = Layout(version).runtimes
+            cur = data
+            for part in table:
+                cur = cur.get(part) if isinstance(cur, dict) else None
+            if isinstance(cur, dict) and name in cur:
+                return path
+    return None
+
+
+def _keep_builtin_runc(doc, ledger, ctx, owner, resource):
+    """On containerd 1.x, the first runtimes table in a file hides the built-in runc.
+
+    Debian's stock config has no runtimes table: containerd's own runc is the
+    default.  Adding any runtime there would make runc vanish and the CRI
+    plugin fail, so write runc out as containerd defines it, recorded so that
+    it goes again when it is the last runtime left.
+    """
+    if doc.runtimes() or not replaces_plugin_tables(ctx.containerd_version, doc.version):
+        return
+    if (doc.default_runtime() or 'runc') != 'runc':
+        return
+    runc = doc.layout.runtime('runc')
+    _edit(doc, 'add runtime runc', doc.toml.add_section, runc, [('runtime_type', DEFAULT_RUNTIME_TYPE)])
+    ledger.add({'owner': owner, 'resource': resource, 'kind': 'builtin', 'path': runc})
+
+
 def runtime_present(doc, ledger, ctx, params):
     name, owner = params['name'], params['owner']
     resource = resource_of(name)
     path = doc.layout.runtime(name)
     created = False
     if doc.toml.get(path) is None:
+        dropin = _defined_in_imports(doc, name)
+        if dropin:
+            wanted = _wanted_keys(params, path) or params.get('inherit')
+            if wanted:
+                raise ConfigError('%s: runtime %s is defined in the drop-in %s, which %s imports. nodeguard edits '
+                                  '%s only, and a second %s table there would merge into the drop-in\'s. Fix: '
+                                  'change the drop-in, or remove it from imports first.'
+                                  % (doc.path, name, dropin, doc.path, doc.path, name), key=dotted(path))
+            if params.get('default') is True:
+                set_owned(doc, ledger, owner, resource, doc.layout.default_runtime_name, name)
+            return dict(created=False)
+        if name != 'runc':
+            _keep_builtin_runc(doc, ledger, ctx, owner, resource)
         source = _inherit_source(doc, params, ctx)
         since = len(doc.toml.created_sections)
         if source:
@@ -134,6 +184,15 @@ def release_default(doc, ledger, ctx, owner, resource):
     release(doc, ledger, owner, tmp_resource, ctx.warn)
 
 
+def _drop_default(doc, ledger, default_path):
+    """Forced removal of the default runtime: the oldest recorded default comes back, else none is set."""
+    stack = ledger.key_stack(default_path)
+    prior = stack[0]['prior'] if stack else None
+    _edit(doc, 'restore %s' % dotted(default_path), doc.toml.restore_raw, default_path, prior)
+    for rec in stack:
+        ledger.remove(rec)
+
+
 def runtime_absent(doc, ledger, ctx, params):
     name, owner, force = params['name'], params['owner'], params.get('force')
     resource = resource_of(name)
@@ -154,9 +213,7 @@ def runtime_absent(doc, ledger, ctx, params):
                               'first, or set force: true to remove it and the default_runtime_name key.'
                               % (doc.path, name, setter), key=dotted(default_path))
         if not top_is_mine:
-            _edit(doc, 'delete %s' % dotted(default_path), doc.toml.delete_value, default_path)
-            for rec in stack:
-                ledger.remove(rec)
+            _drop_default(doc, ledger, default_path)
     if mine:
         summary = release(doc, ledger, owner, resource, ctx.warn)
         return dict(removed=bool(summary['deleted_tables']), restored=summary['restored_keys'],
@@ -170,9 +227,7 @@ def runtime_absent(doc, ledger, ctx, params):
                           % (doc.path, name, owner, ', '.join(created_by) or 'no recorded owner'),
                           key=dotted(path))
     if doc.default_runtime() == name:
-        _edit(doc, 'delete %s' % dotted(default_path), doc.toml.delete_value, default_path)
-        for rec in ledger.key_stack(default_path):
-            ledger.remove(rec)
+        _drop_default(doc, ledger, default_path)
     _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path)
     for rec in ledger.select(kind='table', path=path):
         ledger.remove(rec)

@@ -281,7 +281,17 @@ def render_key(part, literal=False):
         return part
     if literal and "'" not in part and not any(ord(ch) < 32 or ord(ch) == 127 for ch in part):
         return "'%s'" % part
-    return json.dumps(part, ensure_ascii=False)
+    return _basic_string(part)
+
+
+def _basic_string(text):
+    # json.dumps leaves DEL as is; TOML does not allow it raw in a string
+    return json.dumps(text, ensure_ascii=False).replace('\x7f', '\\u007f')
+
+
+def dotted_path(path):
+    """A key path as TOML spells it: plugins."io.containerd.grpc.v1.cri".enable_cdi."""
+    return '.'.join(render_key(p) for p in path)
 
 
 def render_value(value, literal=False):
@@ -295,7 +305,7 @@ def render_value(value, literal=False):
     if isinstance(value, str):
         if literal and "'" not in value and not any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
             return "'%s'" % value
-        return json.dumps(value, ensure_ascii=False)
+        return _basic_string(value)
     if isinstance(value, (list, tuple)):
         return '[' + ', '.join(render_value(v, literal) for v in value) + ']'
     if isinstance(value, dict):
@@ -319,6 +329,8 @@ def _set_in(data, path, value):
     cur = data
     for part in path[:-1]:
         cur = cur.setdefault(part, {})
+        if not isinstance(cur, dict):  # e.g. [[...runtimes]], which containerd refuses too
+            raise TomlLayoutError('%s is not a table (it is an array or a value)' % part)
     cur[path[-1]] = value
 
 
@@ -469,10 +481,15 @@ class TomlText(object):
 
     def _insert_lines(self, pos, lines_text):
         """Insert whole lines at pos (a line start, or EOF)."""
+        crlf = self.text.count('\r\n') * 2 > self.text.count('\n')  # a CRLF file gets CRLF lines
+        if crlf:
+            lines_text = lines_text.replace('\r\n', '\n')
         if pos == len(self.text) and self.text and not self.text.endswith('\n'):
             # keep the file's "no newline at the end" style, so that removing
             # these lines again gives back the same bytes
             lines_text = '\n' + lines_text[:-1] if lines_text.endswith('\n') else '\n' + lines_text
+        if crlf:
+            lines_text = lines_text.replace('\n', '\r\n')
         self._splice(pos, pos, lines_text)
 
     def _remove(self, start, end):
@@ -480,6 +497,8 @@ class TomlText(object):
         if end == len(self.text) and not self.text.endswith('\n') and start > 0 \
                 and self.text[start - 1] == '\n':
             start -= 1
+            if start > 0 and self.text[start - 1] == '\r':  # ... all of it, in a CRLF file
+                start -= 1
         self._splice(start, end, '')
 
     def set_value(self, path, value):
@@ -502,7 +521,7 @@ class TomlText(object):
         current = self.get(path)
         if current is not None:
             raise TomlLayoutError('%s is a table or is written inline; it cannot be set as a value'
-                                  % '.'.join(path))
+                                  % dotted_path(path))
         self._add_key_to_table(path[:-1], path[-1], value, literal)
         _set_in(self.data, path, copy.deepcopy(value))
         return None
@@ -533,7 +552,7 @@ class TomlText(object):
         if self.get(table) is not None and not self._subtree_headers(table):
             raise TomlLayoutError('%s is written as an inline table; nodeguard edits only '
                                   '[table] sections: rewrite it as a [%s] section'
-                                  % ('.'.join(table), '.'.join(table)))
+                                  % (dotted_path(table), dotted_path(table)))
         self.add_section(table, [(key, value)])
         # add_section stored the value in data already
 
@@ -559,11 +578,12 @@ class TomlText(object):
         if e is None:
             if self.get(path) is not None:
                 raise TomlLayoutError('%s is written inside an inline table; remove it by hand'
-                                      % '.'.join(path))
+                                      % dotted_path(path))
             return None
         prior = self.text[e.value_start:e.value_end]
         self._remove(e.start, e.end)
         _del_in(self.data, path)
+        self._prune_implicit(path)
         return prior
 
     def restore_raw(self, path, raw):
@@ -585,7 +605,7 @@ class TomlText(object):
         """Add a [path] section holding the given (key, value) pairs."""
         path = tuple(path)
         if self.find_header(path) is not None:
-            raise TomlLayoutError('[%s] exists already' % '.'.join(path))
+            raise TomlLayoutError('[%s] exists already' % dotted_path(path))
         literal = self.literal_style()
         indent = self._header_indent(path)
         body = indent + self._body_step()
@@ -631,7 +651,7 @@ class TomlText(object):
         src, dst = tuple(src), tuple(dst)
         heads = self._subtree_headers(src)
         if not heads:
-            raise TomlLayoutError('[%s] has no section to copy' % '.'.join(src))
+            raise TomlLayoutError('[%s] has no section to copy' % dotted_path(src))
         prefix = self.render_path(dst)
         chunks = []
         for i, h in enumerate(heads):
@@ -659,7 +679,7 @@ class TomlText(object):
         if not heads and self.find_keyval(path) is None:
             dotted = [e for e in self.entries if e.kind == 'keyval' and e.path[:len(path)] == path]
             if not dotted:
-                raise TomlLayoutError('%s is written inline; remove it by hand' % '.'.join(path))
+                raise TomlLayoutError('%s is written inline; remove it by hand' % dotted_path(path))
         # key lines that define parts of the table with dotted keys elsewhere
         for e in reversed([e for e in self.entries if e.kind == 'keyval'
                            and e.path[:len(path)] == path and e.table[:len(path)] != path]):
@@ -680,7 +700,23 @@ class TomlText(object):
         for start, end in reversed(spans):
             self._remove(start, end)
         _del_in(self.data, path)
+        self._prune_implicit(path)
         return True
+
+    def _prune_implicit(self, path):
+        """After a delete, forget parent tables that nothing in the text defines any more.
+
+        [a.b.c] alone defines a and a.b implicitly; once [a.b.c] is gone the
+        parsed file has no a at all, so the expected data must not either.
+        """
+        path = tuple(path)
+        for cut in range(len(path) - 1, 0, -1):
+            anc = path[:cut]
+            if _lookup(self.data, anc) != {}:
+                return
+            if any(e.kind in ('header', 'keyval') and e.path[:cut] == anc for e in self.entries):
+                return
+            _del_in(self.data, anc)
 
     def remove_empty_section(self, path):
         """Remove a [path] header whose section holds no keys of its own.
@@ -695,6 +731,7 @@ class TomlText(object):
         self._remove(self._leading_blank_start(header), header.end)
         if _lookup(self.data, path) == {}:
             _del_in(self.data, path)
+            self._prune_implicit(path)
         return True
 
     def verify(self, parse):

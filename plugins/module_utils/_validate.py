@@ -66,6 +66,8 @@ def containerd_version(run_command, binary):
 
 def replaces_plugin_tables(containerd_ver, config_version):
     """True when imports replace whole plugin tables (containerd < 2.0)."""
+    if config_version >= 3:
+        return False  # only containerd 2.x reads a version 3 config
     if containerd_ver is not None:
         return containerd_ver[0] < 2
     # unknown binary: a version 2 file may be read by 1.x, so assume the worst
@@ -184,8 +186,13 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
     main_version = file_version(main_data)
     replace = replaces_plugin_tables(containerd_ver, main_version)
 
-    runtimes, default, default_set, cri_seen = {}, None, False, False
-    main_plugins = main_data.get('plugins') or {}
+    # containerd's own default config has a runc runtime.  2.x deep-merges
+    # the files over it, so it is always there; 1.x decodes the final CRI
+    # table over it and loses it when that table has a runtimes table of
+    # its own (measured on 1.6: the CRI plugin then fails to load).
+    builtin = {'runc': {'runtime_type': 'io.containerd.runc.v2'}}
+    runtimes = {} if replace else dict(builtin)
+    default, default_set, rts_defined = None, False, False
     for index, (path, data) in enumerate(files):
         version = file_version(data)
         if index and version > main_version:
@@ -211,24 +218,29 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
                                main_path, ', '.join(lost), main_path))
         if cri is None:
             continue
-        cri_seen = True
         rts = _lookup(data, layout.runtimes)
         dflt = _lookup(data, layout.default_runtime_name)
         if replace:
             runtimes = dict(rts) if isinstance(rts, dict) else {}
+            rts_defined = isinstance(rts, dict)
             default, default_set = dflt, dflt is not None
         else:
             for name, table in (rts or {}).items():
                 runtimes[name] = _deep_merge(runtimes.get(name, {}), table if isinstance(table, dict) else {})
             if dflt is not None:
                 default, default_set = dflt, True
-    if cri_seen and (runtimes or default_set):
-        name = default if default_set else 'runc'
-        if name not in runtimes:
-            errors.append('%s: default_runtime_name is %r but no runtime table of that name is defined (in '
-                          'the file or its imports): containerd\'s CRI plugin would fail to load and no pod '
-                          'could start. Fix: define the runtime, or point default_runtime_name at one of: %s.'
-                          % (main_path, name, ', '.join(sorted(runtimes)) or '(none defined)'))
+    if replace and not rts_defined:
+        runtimes = dict(builtin)
+    name = default if default_set else 'runc'
+    if name not in runtimes:
+        said = ('default_runtime_name is %r' % name if default_set
+                else 'default_runtime_name is not set, so containerd uses \'runc\',')
+        why = (' (containerd %s drops its built-in runc when the file has a runtimes table)'
+               % '.'.join(str(x) for x in containerd_ver or ('1.x',)) if replace and name == 'runc' else '')
+        errors.append('%s: %s but no runtime table of that name is defined in the file or its imports%s: '
+                      'containerd\'s CRI plugin would fail to load and no pod could start. Fix: define the '
+                      'runtime, or point default_runtime_name at one of: %s.'
+                      % (main_path, said, why, ', '.join(sorted(runtimes)) or '(none defined)'))
     return errors
 
 

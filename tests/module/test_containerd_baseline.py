@@ -389,8 +389,11 @@ def test_repair_folds_duplicate_and_dangling_imports(config, run_module, base, w
 
 # ------------------------------------------- broken or damaged baselines
 def test_broken_baseline_is_never_written(config, run_module, base):
-    # a node that was already broken when the baseline was taken: default runc, no runc table
-    bad = 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n'
+    # a node that was already broken when the baseline was taken: default runc, a runtimes table
+    # without runc (the GPU report's end state; containerd 1.x then has no runc at all)
+    bad = ('version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n'
+           '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+           '  runtime_type = "io.containerd.runc.v2"\n')
     path = config(bad)
     snap = run_module(MOD, path=path, **base)
     assert snap['changed'] and snap['problems'] and any('would not load' in w for w in snap['warnings'])

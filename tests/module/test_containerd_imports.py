@@ -231,7 +231,7 @@ def test_v1x_plugin_table_clobber_is_real_and_refused(run_module, config, contai
     # allow_plugin_override turns off only that check: the default runtime would still be gone
     res = run_module('containerd_imports', path=path, imports=[kata], owner='coco', allow_plugin_override=True,
                      expect_fail=True)
-    assert "default_runtime_name is 'runc'" in res['msg']
+    assert "containerd uses 'runc'" in res['msg'] and 'drops its built-in runc' in res['msg']
     assert read(path, 'rb') == original
     # the containerd_version option overrides the node's binary: on 2.x plugin tables merge, runc stays
     res = run_module('containerd_imports', path=path, imports=[kata], owner='coco', containerd_version='2.1',

@@ -101,7 +101,7 @@ def test_force_cannot_break_the_node_either(run_module, config):
     assert 'was not added by owner ops' in res['msg']
     res = run_module('containerd_runtime', path=path, name='runc', owner='ops', state='absent', force=True,
                      expect_fail=True)
-    assert 'would not load' in res['msg'] and "default_runtime_name is 'runc'" in res['msg']
+    assert 'would not load' in res['msg'] and "containerd uses 'runc'" in res['msg']
     assert read(path, 'rb') == original
 
 
