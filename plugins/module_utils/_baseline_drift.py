@@ -16,9 +16,10 @@ import datetime
 import json
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import dotted
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
     TomlLayoutError,
+    dotted_path as dotted,
+    get_in,
     parse_dotted_key,
 )
 
@@ -55,13 +56,7 @@ def resolve_protect(layout, key):
     return parts
 
 
-def lookup(data, path):
-    cur = data
-    for part in path:
-        if not isinstance(cur, dict) or part not in cur:
-            return None
-        cur = cur[part]
-    return cur
+lookup = get_in  # shared with the editor and the validator
 
 
 def same_tree(a, b):

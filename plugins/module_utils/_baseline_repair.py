@@ -24,13 +24,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_dri
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import _edit, dotted
-
-
-def _set_data(data, path, value):
-    cur = data
-    for part in path[:-1]:
-        cur = cur.setdefault(part, {})
-    cur[path[-1]] = copy.deepcopy(value)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import set_in
 
 
 def _is_inline(toml, path):
@@ -100,7 +94,7 @@ def _add(doc, src, path, value):
             _add_rendered(doc, path, value)
             return
         _edit(doc, 'add %s' % dotted(path), doc.toml._insert_block, path, block)
-        _set_data(doc.toml.data, path, value)
+        set_in(doc.toml.data, path, copy.deepcopy(value))
         return
     raw = src.toml.raw_value(path)
     if raw is not None:

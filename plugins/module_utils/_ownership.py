@@ -68,10 +68,13 @@ def set_owned(doc, ledger, owner, resource, path, value, own_table=False):
     return True
 
 
-def release(doc, ledger, owner, resource, warn):
-    """Undo everything owner recorded for resource.  Returns a summary dict."""
+def release(doc, ledger, owner, resource, warn, path=None):
+    """Undo everything owner recorded for resource (only at path, when given).
+
+    Returns a summary dict.
+    """
     summary = dict(deleted_tables=[], restored_keys=[], kept_keys=[])
-    records = sorted(ledger.select(owner=owner, resource=resource), key=lambda r: -r['seq'])
+    records = sorted(ledger.select(owner=owner, resource=resource, path=path), key=lambda r: -r['seq'])
     # keys first (newest first), then tables, then empty helper sections
     for rec in [r for r in records if r['kind'] == 'key']:
         path = tuple(rec['path'])

@@ -177,11 +177,7 @@ def runtime_present(doc, ledger, ctx, params):
 
 def release_default(doc, ledger, ctx, owner, resource):
     """Undo only this owner's change of default_runtime_name."""
-    recs = ledger.select(owner=owner, resource=resource, path=doc.layout.default_runtime_name)
-    tmp_resource = resource + '#default'
-    for rec in recs:
-        rec['resource'] = tmp_resource
-    release(doc, ledger, owner, tmp_resource, ctx.warn)
+    release(doc, ledger, owner, resource, ctx.warn, path=doc.layout.default_runtime_name)
 
 
 def _drop_default(doc, ledger, default_path):

@@ -316,7 +316,8 @@ def render_value(value, literal=False):
     raise TomlLayoutError('cannot write a value of type %s' % type(value).__name__)
 
 
-def _lookup(data, path):
+def get_in(data, path):
+    """The value at path in nested dicts, or None."""
     cur = data
     for part in path:
         if not isinstance(cur, dict) or part not in cur:
@@ -325,7 +326,8 @@ def _lookup(data, path):
     return cur
 
 
-def _set_in(data, path, value):
+def set_in(data, path, value):
+    """Set the value at path in nested dicts, creating tables on the way."""
     cur = data
     for part in path[:-1]:
         cur = cur.setdefault(part, {})
@@ -335,7 +337,7 @@ def _set_in(data, path, value):
 
 
 def _del_in(data, path):
-    cur = _lookup(data, path[:-1])
+    cur = get_in(data, path[:-1])
     if isinstance(cur, dict):
         cur.pop(path[-1], None)
 
@@ -397,7 +399,7 @@ class TomlText(object):
         return None if e is None else self.text[e.value_start:e.value_end]
 
     def get(self, path):
-        return _lookup(self.data, path)
+        return get_in(self.data, path)
 
     def _section(self, header):
         """Entries of the section that header opens (header included)."""
@@ -516,14 +518,14 @@ class TomlText(object):
                 return prior
             style = literal if not prior[:1] in '"\'' else prior.startswith("'")
             self._splice(existing.value_start, existing.value_end, render_value(value, style))
-            _set_in(self.data, path, copy.deepcopy(value))
+            set_in(self.data, path, copy.deepcopy(value))
             return prior
         current = self.get(path)
         if current is not None:
             raise TomlLayoutError('%s is a table or is written inline; it cannot be set as a value'
                                   % dotted_path(path))
         self._add_key_to_table(path[:-1], path[-1], value, literal)
-        _set_in(self.data, path, copy.deepcopy(value))
+        set_in(self.data, path, copy.deepcopy(value))
         return None
 
     def _add_key_to_table(self, table, key, value, literal):
@@ -595,7 +597,7 @@ class TomlText(object):
         e = self.find_keyval(path)
         if e is not None:
             self._splice(e.value_start, e.value_end, raw)
-            _set_in(self.data, path, value)
+            set_in(self.data, path, value)
             return
         self.set_value(path, value)
         e = self.find_keyval(path)
@@ -613,10 +615,10 @@ class TomlText(object):
                         for k, v in items)
         self._insert_block(path, indent + '[' + self.render_path(path) + ']\n' + lines)
         self.created_sections.append(path)
-        cur = _lookup(self.data, path)
+        cur = get_in(self.data, path)
         if cur is None:
-            _set_in(self.data, path, {})
-            cur = _lookup(self.data, path)
+            set_in(self.data, path, {})
+            cur = get_in(self.data, path)
         for k, v in items:
             cur[k] = copy.deepcopy(v)
 
@@ -668,12 +670,12 @@ class TomlText(object):
         if not block.endswith('\n'):
             block += '\n'
         self._insert_block(dst, block)
-        _set_in(self.data, dst, copy.deepcopy(_lookup(self.data, src)))
+        set_in(self.data, dst, copy.deepcopy(get_in(self.data, src)))
 
     def delete_table(self, path):
         """Delete table path with its sub-tables (the sections and key lines)."""
         path = tuple(path)
-        if _lookup(self.data, path) is None:
+        if get_in(self.data, path) is None:
             return False
         heads = self._subtree_headers(path)
         if not heads and self.find_keyval(path) is None:
@@ -712,7 +714,7 @@ class TomlText(object):
         path = tuple(path)
         for cut in range(len(path) - 1, 0, -1):
             anc = path[:cut]
-            if _lookup(self.data, anc) != {}:
+            if get_in(self.data, anc) != {}:
                 return
             if any(e.kind in ('header', 'keyval') and e.path[:cut] == anc for e in self.entries):
                 return
@@ -729,7 +731,7 @@ class TomlText(object):
         if header is None or any(e.kind == 'keyval' for e in self._section(header)):
             return False
         self._remove(self._leading_blank_start(header), header.end)
-        if _lookup(self.data, path) == {}:
+        if get_in(self.data, path) == {}:
             _del_in(self.data, path)
             self._prune_implicit(path)
         return True

@@ -19,6 +19,7 @@ import os
 import re
 import shlex
 
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import get_in
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
     ConfigError,
     Layout,
@@ -74,15 +75,6 @@ def replaces_plugin_tables(containerd_ver, config_version):
     return config_version < 3
 
 
-def _lookup(data, path):
-    cur = data
-    for part in path:
-        if not isinstance(cur, dict) or part not in cur:
-            return None
-        cur = cur[part]
-    return cur
-
-
 def _deep_merge(base, extra):
     out = dict(base)
     for k, v in extra.items():
@@ -97,8 +89,8 @@ def _describe_lost(main_table, import_table, cri_id):
     """What the main file's plugin table has that the import's lacks."""
     lost = []
     if cri_id is not None:
-        main_rt = _lookup(main_table, ('containerd', 'runtimes')) or {}
-        imp_rt = _lookup(import_table, ('containerd', 'runtimes')) or {}
+        main_rt = get_in(main_table, ('containerd', 'runtimes')) or {}
+        imp_rt = get_in(import_table, ('containerd', 'runtimes')) or {}
         for name in main_rt:
             if name not in imp_rt:
                 lost.append('runtime %r' % name)
@@ -203,7 +195,7 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
         if version not in SUPPORTED_VERSIONS:
             continue  # the main file's version was checked when it was read
         layout = Layout(version)
-        cri = _lookup(data, layout.cri)
+        cri = get_in(data, layout.cri)
         if index and replace and not allow_plugin_override:
             for plugin_id, table in (data.get('plugins') or {}).items():
                 if plugin_id in main_plugins and isinstance(table, dict):
@@ -218,8 +210,8 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
                                main_path, ', '.join(lost), main_path))
         if cri is None:
             continue
-        rts = _lookup(data, layout.runtimes)
-        dflt = _lookup(data, layout.default_runtime_name)
+        rts = get_in(data, layout.runtimes)
+        dflt = get_in(data, layout.default_runtime_name)
         if replace:
             runtimes = dict(rts) if isinstance(rts, dict) else {}
             rts_defined = isinstance(rts, dict)
