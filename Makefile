@@ -1,0 +1,196 @@
+# nodeguard.containerd: build, test and demo targets.
+#
+#   make demo     snapshot + readiness report against a podman bookworm node
+#   make test     everything CI runs (deps, unit, module, sanity, lint,
+#                 node images, Molecule scenarios, reliability)
+#
+# Every stage prints its wall time; `make test` ends with a table of them.
+# Run as root on Debian 12 (apt-get, debootstrap and podman need it).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= $(CURDIR)/.venv
+BUILD := $(CURDIR)/build
+STAMPS := $(BUILD)/stamps
+STAGE := $(CURDIR)/.ci/stage
+export NG_STAGE_TIMES := $(BUILD)/stage-times.tsv
+
+# Debian packages the tests and the demo need on the machine.
+APT_PACKAGES ?= containerd runc podman debootstrap uidmap fuse-overlayfs \
+	slirp4netns busybox-static python3-venv git make shellcheck
+
+# The collection, reachable as nodeguard.containerd from the checkout.
+COLLECTIONS_DIR := $(BUILD)/collections
+COLLECTION_LINK := $(COLLECTIONS_DIR)/ansible_collections/nodeguard/containerd
+
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS_DIR)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_FORCE_COLOR ?= 0
+export PY_COLORS ?= 0
+export PYTHONDONTWRITEBYTECODE := 1
+
+PYTEST ?= $(VENV)/bin/pytest
+export PYTEST
+
+# Node images (tests/images/build.sh) and Molecule scenarios.
+NODE_IMAGES ?= bookworm trixie ctd21
+MOLECULE_SKIP ?=
+MOLECULE_ALL := $(sort $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
+MOLECULE_SCENARIOS ?= $(filter-out $(MOLECULE_SKIP),$(MOLECULE_ALL))
+export MOLECULE_GLOB := molecule/*/molecule.yml
+MOLECULE_BASE := $(CURDIR)/.config/molecule/config.yml
+
+# What `make test` runs, in this order (cheap and fast first).
+TEST_STAGES ?= deps collection test-unit test-module test-roles test-standins sanity lint \
+	images test-molecule test-reliability
+
+.PHONY: help deps collection test test-unit test-module test-roles test-standins \
+	test-reliability images test-molecule sanity lint demo demo-clean bench \
+	clean distclean
+
+help:
+	@echo "make demo          snapshot + readiness report on a podman bookworm node"
+	@echo "make demo-clean    remove the demo node"
+	@echo "make test          deps, unit, module, roles, standins, sanity, lint, images, molecule, reliability"
+	@echo "make deps          Debian packages and the .venv (idempotent, stamped)"
+	@echo "make collection    link tree build/collections/ansible_collections/nodeguard/containerd"
+	@echo "make images        podman node images: $(NODE_IMAGES)"
+	@echo "make test-molecule scenarios: $(MOLECULE_SCENARIOS) (MOLECULE_SCENARIOS=..., MOLECULE_SKIP=...)"
+	@echo "make sanity | lint | bench | test-unit | test-module | test-roles | test-standins | test-reliability"
+
+# ---------------------------------------------------------------- deps
+deps:
+	@$(STAGE) deps $(MAKE) --no-print-directory $(STAMPS)/apt.stamp $(STAMPS)/venv.stamp \
+		$(STAMPS)/containerd2.stamp
+
+$(STAMPS)/apt.stamp: Makefile
+	@mkdir -p $(@D)
+	@missing=""; for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q '^install ok installed$$' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "apt-get install:$$missing"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq; \
+		apt-get install -y -qq --no-install-recommends $$missing; \
+	else \
+		echo "Debian packages: all present"; \
+	fi
+	@touch $@
+
+$(STAMPS)/venv.stamp: requirements-dev.txt
+	@mkdir -p $(@D)
+	@if [ ! -x $(VENV)/bin/python ]; then $(PYTHON) -m venv $(VENV); fi
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	@$(VENV)/bin/ansible --version | head -n1
+	@touch $@
+
+# containerd 2.x for the host-side tests of config version 3 files: Debian
+# unstable's .deb (it runs on bookworm), unpacked under build/, never
+# installed over the host's containerd 1.6.
+CONTAINERD2_DIR := $(BUILD)/containerd2
+$(STAMPS)/containerd2.stamp: tests/images/build.sh $(STAMPS)/apt.stamp
+	@mkdir -p $(@D)
+	@deb=$$(bash tests/images/build.sh containerd2-deb) && rm -rf $(CONTAINERD2_DIR) \
+		&& dpkg-deb -x "$$deb" $(CONTAINERD2_DIR) \
+		&& $(CONTAINERD2_DIR)/usr/bin/containerd --version
+	@touch $@
+
+# ---------------------------------------------------------------- collection
+collection:
+	@mkdir -p $(dir $(COLLECTION_LINK))
+	@if [ "$$(readlink $(COLLECTION_LINK) 2>/dev/null)" != "../../../.." ]; then \
+		rm -rf $(COLLECTION_LINK); ln -s ../../../.. $(COLLECTION_LINK); \
+	fi
+	@test -f $(COLLECTION_LINK)/galaxy.yml
+	@echo "collection: $(COLLECTION_LINK) -> $(CURDIR)"
+
+# ---------------------------------------------------------------- tests
+test:
+	@rm -f $(NG_STAGE_TIMES)
+	@rc=0; for t in $(TEST_STAGES); do \
+		$(MAKE) --no-print-directory $$t || { rc=$$?; echo "make test: stage $$t failed"; break; }; \
+	done; \
+	$(CURDIR)/.ci/stage-summary; exit $$rc
+
+test-unit: collection
+	@$(STAGE) test-unit .ci/pytest-dir required tests/unit
+
+test-module: collection
+	@$(STAGE) test-module .ci/pytest-dir required tests/module
+
+test-roles: collection
+	@$(STAGE) test-roles .ci/pytest-dir required tests/roles
+
+test-standins: collection
+	@$(STAGE) test-standins .ci/pytest-dir optional tests/standins
+
+test-reliability: collection
+	@$(STAGE) test-reliability .ci/pytest-dir optional tests/reliability
+
+images:
+	@$(STAGE) images bash tests/images/build.sh $(NODE_IMAGES)
+
+test-molecule: collection
+	@if [ -z "$(strip $(MOLECULE_SCENARIOS))" ]; then echo "no Molecule scenario selected"; exit 1; fi
+	@for s in $(MOLECULE_SCENARIOS); do \
+		$(STAGE) molecule-$$s molecule -c $(MOLECULE_BASE) test -s $$s || exit $$?; \
+	done
+
+# ansible-test wants the collection at ansible_collections/NS/NAME: copy the
+# tracked (and new, not ignored) files there and run it on the copy.
+# `--venv` builds ansible-test's own virtual environments from PyPI; their pip
+# bootstrap script (get-pip.py) is not reachable, so tests/sanity's offline
+# stand-in is put into ansible-test's cache first.
+SANITY_DIR := $(BUILD)/sanity/ansible_collections/nodeguard/containerd
+SANITY_ARGS ?= --venv --python 3.11 --color no
+sanity:
+	@$(STAGE) sanity $(MAKE) --no-print-directory _sanity
+
+_sanity:
+	@if [ -f tests/sanity/get_pip_offline.py ]; then \
+		ver=$$($(VENV)/bin/python -c "import ansible_test, os, re; p = os.path.join(os.path.dirname(ansible_test.__file__), '_internal', 'python_requirements.py'); print(re.search(r\"pip='([0-9.]+)'\", open(p).read()).group(1))"); \
+		dest=$$HOME/.ansible/test/cache/get_pip_$${ver//./_}.py; \
+		cmp -s tests/sanity/get_pip_offline.py "$$dest" || install -D -m 0644 tests/sanity/get_pip_offline.py "$$dest"; \
+	fi
+	@rm -rf $(BUILD)/sanity && mkdir -p $(SANITY_DIR)
+	@git ls-files -z --cached --others --exclude-standard \
+		| while IFS= read -r -d '' f; do [ -e "$$f" ] && printf '%s\0' "$$f"; done \
+		| tar --null -T - -cf - | tar -xf - -C $(SANITY_DIR)
+	@# build/ is ignored by this checkout's git: give the copy a repository of its own.
+	@git -C $(SANITY_DIR) init -q
+	cd $(SANITY_DIR) && ansible-test sanity $(SANITY_ARGS)
+
+lint:
+	@$(STAGE) lint ansible-lint --profile production
+
+# ---------------------------------------------------------------- demo
+demo: deps collection
+	@$(STAGE) demo-image bash tests/images/build.sh bookworm
+	@$(STAGE) demo bash tests/demo/demo.sh
+
+demo-clean:
+	@bash tests/demo/demo.sh --clean
+
+# ---------------------------------------------------------------- bench
+bench: deps collection
+	@shopt -s nullglob; ran=0; \
+	for b in bench/*.py bench/*.sh; do \
+		ran=1; \
+		case "$$b" in \
+			*.py) $(STAGE) bench-$$(basename $$b) $(VENV)/bin/python $$b ;; \
+			*.sh) $(STAGE) bench-$$(basename $$b) bash $$b ;; \
+		esac; \
+	done; \
+	[ $$ran = 1 ] || echo "bench: no bench/*.py or bench/*.sh yet"
+
+# ---------------------------------------------------------------- clean
+clean:
+	rm -rf $(BUILD) tests/output .pytest_cache
+
+distclean: clean demo-clean
+	rm -rf $(VENV)

@@ -1,0 +1,299 @@
+"""The stand-in runtimes against a real containerd (no GPU, no kata here).
+
+A containerd daemon on a private socket, with its root and state under a
+temporary folder, is configured the way the GPU toolkit and kata-deploy
+configure a node: an ``nvidia`` runtime whose ``options.BinaryName`` is the
+nvidia-container-runtime stand-in, a ``kata-qemu`` runtime whose
+``runtime_path`` is the kata shim stand-in from the stand-in payload, and a
+``kata-clh`` runtime found by containerd as ``containerd-shim-kata-clh-v2``
+in PATH. Probe containers are started through each handler with the
+command line node_readiness derives from the effective config, and the
+stand-ins' logs show they were really used.
+
+Needs root, Debian's containerd, runc and busybox-static (``make deps``).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STANDINS = os.path.join(REPO, "tests", "standins")
+HELPER = os.path.join(REPO, "roles", "node_readiness", "files", "nodeguard_readiness.py")
+MAKE_PROBE = os.path.join(REPO, "tests", "images", "make_probe_image.py")
+BUSYBOX = "/bin/busybox"
+PROBE_IMAGE = "localhost/ng-probe:latest"
+
+
+def sh(argv, **kw):
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    kw.setdefault("universal_newlines", True)
+    kw.setdefault("timeout", 120)
+    return subprocess.run(argv, check=False, **kw)
+
+
+def require(condition, msg):
+    if not condition:
+        pytest.fail(msg + " (run: make deps)", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    require(os.geteuid() == 0, "these tests start containerd and need root")
+    for tool in ("containerd", "ctr", "runc", "containerd-shim-runc-v2"):
+        require(sh(["which", tool]).returncode == 0, "%s not installed" % tool)
+    require(os.access(BUSYBOX, os.X_OK), "%s (busybox-static) not installed" % BUSYBOX)
+
+    base = tmp_path_factory.mktemp("ctd")
+    logs = base / "logs"
+    payload = base / "payload"
+    pathbin = base / "bin"
+    for folder in (logs, payload, pathbin):
+        folder.mkdir()
+
+    # The kata stand-in payload, unpacked where kata-deploy puts /opt/kata.
+    tarball = base / "kata-payload.tar.gz"
+    res = sh(["bash", os.path.join(STANDINS, "make_kata_payload.sh"), str(tarball)])
+    assert res.returncode == 0, res.stderr
+    with tarfile.open(str(tarball)) as tar:
+        tar.extractall(str(payload))
+    shim = payload / "opt" / "kata" / "bin" / "containerd-shim-kata-v2"
+    # containerd looks up runtime_type io.containerd.kata-clh.v2 as
+    # containerd-shim-kata-clh-v2 in PATH.
+    os.symlink(str(shim), str(pathbin / "containerd-shim-kata-clh-v2"))
+
+    nvidia = os.path.join(STANDINS, "nvidia-container-runtime")
+    cri = 'plugins."io.containerd.grpc.v1.cri"'
+    config = base / "config.toml"
+    config.write_text(
+        """\
+version = 2
+root = "{base}/root"
+state = "{base}/state"
+
+[grpc]
+  address = "{base}/containerd.sock"
+
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "{base}/opt"
+  [{cri}]
+    disable_tcp_service = true
+    stream_server_port = "0"
+    [{cri}.containerd]
+      default_runtime_name = "runc"
+      [{cri}.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [{cri}.containerd.runtimes.runc.options]
+          SystemdCgroup = false
+      [{cri}.containerd.runtimes.nvidia]
+        runtime_type = "io.containerd.runc.v2"
+        [{cri}.containerd.runtimes.nvidia.options]
+          BinaryName = "{nvidia}"
+          SystemdCgroup = false
+      [{cri}.containerd.runtimes.broken]
+        runtime_type = "io.containerd.runc.v2"
+        [{cri}.containerd.runtimes.broken.options]
+          BinaryName = "{base}/no-such-runtime"
+      [{cri}.containerd.runtimes.kata-qemu]
+        runtime_type = "io.containerd.kata-qemu.v2"
+        runtime_path = "{shim}"
+        privileged_without_host_devices = true
+        pod_annotations = ["io.katacontainers.*"]
+        [{cri}.containerd.runtimes.kata-qemu.options]
+          ConfigPath = "{payload}/opt/kata/share/defaults/kata-containers/configuration-qemu.toml"
+      [{cri}.containerd.runtimes.kata-clh]
+        runtime_type = "io.containerd.kata-clh.v2"
+""".format(base=base, cri=cri, nvidia=nvidia, shim=shim, payload=payload)
+    )
+    address = str(base / "containerd.sock")
+    daemon_env = dict(os.environ)
+    daemon_env["PATH"] = "%s:%s" % (pathbin, daemon_env.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"))
+    daemon_env["NODEGUARD_STANDIN_LOG_DIR"] = str(logs)
+    daemon_log = open(str(base / "containerd.log"), "w")
+    proc = subprocess.Popen(
+        ["containerd", "--config", str(config)], stdout=daemon_log, stderr=subprocess.STDOUT, env=daemon_env
+    )
+    ctr = ["ctr", "--address", address]
+    deadline = time.monotonic() + 30
+    while sh(ctr + ["version"], timeout=10).returncode != 0:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            daemon_log.close()
+            pytest.fail("containerd did not start:\n" + (base / "containerd.log").read_text()[-3000:])
+        time.sleep(0.2)
+
+    probe_tar = base / "probe.tar"
+    res = sh([sys.executable, MAKE_PROBE, "--busybox", BUSYBOX, "--out", str(probe_tar), "--name", PROBE_IMAGE])
+    assert res.returncode == 0, res.stderr
+    res = sh(ctr + ["-n", "k8s.io", "images", "import", str(probe_tar)])
+    assert res.returncode == 0, res.stderr
+
+    yield {
+        "base": base,
+        "config": str(config),
+        "address": address,
+        "ctr": ctr,
+        "logs": logs,
+        "shim": str(shim),
+        "payload": payload,
+        "tarball": tarball,
+    }
+
+    for task in sh(ctr + ["-n", "k8s.io", "tasks", "ls", "-q"]).stdout.split():
+        sh(ctr + ["-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task])
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    daemon_log.close()
+    with open("/proc/self/mounts") as fh:
+        mounts = [line.split()[1] for line in fh if line.split()[1].startswith(str(base))]
+    for mnt in sorted(mounts, reverse=True):
+        sh(["umount", "-l", mnt])
+
+
+def inspect(env, handlers, pass_config_path=True):
+    res = sh(
+        [
+            sys.executable,
+            HELPER,
+            "inspect",
+            "--config",
+            env["config"],
+            "--address",
+            env["address"],
+            "--handlers",
+            json.dumps(handlers),
+            "--probe-image",
+            PROBE_IMAGE,
+            "--pass-config-path",
+            str(pass_config_path).lower(),
+        ]
+    )
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def probe(handler):
+    res = sh(
+        [sys.executable, HELPER, "probe", "--argv", json.dumps(handler["probe_argv"]), "--id", handler["probe_id"], "--timeout", "60"]
+    )
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def log(env, name):
+    path = env["logs"] / name
+    return path.read_text() if path.exists() else ""
+
+
+def test_kata_payload_layout(env):
+    with tarfile.open(str(env["tarball"])) as tar:
+        names = set(tar.getnames())
+        members = {m.name: m for m in tar.getmembers()}
+    assert "opt/kata/bin/containerd-shim-kata-v2" in names
+    assert members["opt/kata/bin/containerd-shim-kata-v2"].mode & 0o111
+    for shim in ("qemu", "qemu-coco-dev", "qemu-tdx", "qemu-snp"):
+        assert "opt/kata/share/defaults/kata-containers/configuration-%s.toml" % shim in names
+    assert members["opt/kata/share/defaults/kata-containers/configuration.toml"].issym()
+    # Reproducible: the same bytes twice.
+    again = env["base"] / "again.tar.gz"
+    sh(["bash", os.path.join(STANDINS, "make_kata_payload.sh"), str(again)])
+    assert again.read_bytes() == env["tarball"].read_bytes()
+
+
+def test_cri_plugin_loads_with_the_stand_in_runtimes(env):
+    info = inspect(env, ["runc", "nvidia", "kata-qemu", "kata-clh"])
+    assert info["dump_rc"] == 0, info["dump_error"]
+    assert info["cri_plugins"] == {"io.containerd.grpc.v1.cri": "ok"}
+    assert all(h["present"] for h in info["handlers"])
+    assert info["probe_image_present"]
+
+
+def test_probe_through_runc(env):
+    handler = inspect(env, ["runc"])["handlers"][0]
+    assert handler["probe_argv"][handler["probe_argv"].index("--runtime") + 1] == "io.containerd.runc.v2"
+    assert "--runc-binary" not in handler["probe_argv"]
+    res = probe(handler)
+    assert res["ok"], res
+    assert handler["probe_id"] not in log(env, "nvidia.log") + log(env, "kata.log")
+
+
+def test_probe_through_nvidia_binary_name(env):
+    handler = inspect(env, ["nvidia"])["handlers"][0]
+    argv = handler["probe_argv"]
+    assert argv[argv.index("--runc-binary") + 1] == os.path.join(STANDINS, "nvidia-container-runtime")
+    res = probe(handler)
+    assert res["ok"], res
+    lines = [line for line in log(env, "nvidia.log").splitlines() if handler["probe_id"] in line]
+    # runc is called for create, start and delete at least, each through the stand-in.
+    assert any(" create " in line for line in lines), lines
+    assert any(" start " in line for line in lines), lines
+    assert len(lines) >= 3
+
+
+def test_probe_through_kata_runtime_path(env):
+    handler = inspect(env, ["kata-qemu"], pass_config_path=False)["handlers"][0]
+    argv = handler["probe_argv"]
+    assert argv[argv.index("--runtime") + 1] == env["shim"]
+    assert "--runtime-config-path" not in argv
+    assert any("ConfigPath" in note for note in handler["probe_notes"])
+    res = probe(handler)
+    assert res["ok"], res
+    lines = [line for line in log(env, "kata.log").splitlines() if handler["probe_id"] in line]
+    assert lines and all(env["shim"] in line for line in lines), lines
+    assert any(line.endswith(" start") for line in lines), lines
+
+
+def test_probe_through_kata_shim_in_path(env):
+    handler = inspect(env, ["kata-clh"])["handlers"][0]
+    argv = handler["probe_argv"]
+    assert argv[argv.index("--runtime") + 1] == "io.containerd.kata-clh.v2"
+    res = probe(handler)
+    assert res["ok"], res
+    lines = [line for line in log(env, "kata.log").splitlines() if handler["probe_id"] in line]
+    assert lines and all("containerd-shim-kata-clh-v2" in line for line in lines), lines
+
+
+def test_probe_fails_when_the_handler_binary_is_missing(env):
+    """The probe really uses the handler's own settings: a bad BinaryName fails it."""
+    handler = inspect(env, ["broken"])["handlers"][0]
+    res = probe(handler)
+    assert not res["ok"]
+    assert "no-such-runtime" in res["stderr"] or res["rc"] != 0
+    assert handler["probe_id"] not in sh(env["ctr"] + ["-n", "k8s.io", "containers", "ls", "-q"]).stdout
+
+
+def test_kata_config_path_is_refused_by_the_runc_based_stand_in(env):
+    """Why test nodes set node_readiness_pass_config_path=false.
+
+    A real kata shim reads options.ConfigPath; the stand-in hands the
+    request to the runc shim, which does not know kata's option type.
+    """
+    handler = inspect(env, ["kata-qemu"], pass_config_path=True)["handlers"][0]
+    argv = handler["probe_argv"]
+    assert argv[argv.index("--runtime-config-path") + 1].endswith("configuration-qemu.toml")
+    res = probe(handler)
+    assert not res["ok"]
+    assert "runtimeoptions.v1.Options" in res["stderr"], res["stderr"]
+
+
+def test_probe_image_builder_is_reproducible(tmp_path):
+    out1, out2 = tmp_path / "a.tar", tmp_path / "b.tar"
+    for out in (out1, out2):
+        res = sh([sys.executable, MAKE_PROBE, "--busybox", BUSYBOX, "--out", str(out)])
+        assert res.returncode == 0, res.stderr
+    assert out1.read_bytes() == out2.read_bytes()
+    with tarfile.open(str(out1)) as tar:
+        index = json.load(tar.extractfile("index.json"))
+    annotations = index["manifests"][0]["annotations"]
+    assert annotations["io.containerd.image.name"] == PROBE_IMAGE
