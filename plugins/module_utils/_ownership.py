@@ -55,8 +55,8 @@ def set_owned(doc, ledger, owner, resource, path, value, own_table=False):
         # Already so.  If other owners changed this key, this owner now
         # depends on the value too: a "hold" record (prior = value) keeps it
         # when they leave, and hands their prior on when this owner leaves.
-        if not own_table and ledger.key_stack(path) and not ledger.select(owner=owner, resource=resource,
-                                                                           kind='key', path=path):
+        held = ledger.select(owner=owner, resource=resource, kind='key', path=path)
+        if not own_table and ledger.key_stack(path) and not held:
             raw = doc.toml.raw_value(path)
             ledger.record_key(owner, resource, path, raw, raw)
         return False
