@@ -185,6 +185,7 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
     builtin = {'runc': {'runtime_type': 'io.containerd.runc.v2'}}
     runtimes = {} if replace else dict(builtin)
     default, default_set, rts_defined = None, False, False
+    main_plugins = main_data.get('plugins') or {}
     for index, (path, data) in enumerate(files):
         version = file_version(data)
         if index and version > main_version:

@@ -142,3 +142,16 @@ def test_version_3_means_containerd_2_merge_semantics(run_module, config):
     assert sorted(cri(path, 'io.containerd.cri.v1.runtime')['containerd']['runtimes']) == ['kata']
     assert_containerd_accepts(path)
     assert CONTAINERD_1
+
+
+def test_existing_clobbering_drop_in_blocks_other_edits_on_1x(run_module, config, workdir):
+    """The engine's own check, not only containerd_imports': a drop-in already imported whose CRI table
+    would replace the main file's (runc lost) is named, and nothing is written."""
+    dropin = config('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n'
+                    '  runtime_type = "io.containerd.kata.v2"\n', filename='kata.toml')
+    text = read(config('v2_kubeadm.toml')).replace('version = 2\n', 'version = 2\nimports = ["%s"]\n' % dropin)
+    path = config(text)
+    res = run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='gpu',
+                     expect_fail=True)
+    assert dropin in res['msg'] and "runtime 'runc'" in res['msg'] and 'replaces the whole table' in res['msg']
+    assert read(path) == text
