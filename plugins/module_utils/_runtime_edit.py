@@ -130,6 +130,8 @@ def _keep_builtin_runc(doc, ledger, ctx, owner, resource):
 def runtime_present(doc, ledger, ctx, params):
     name, owner = params['name'], params['owner']
     resource = resource_of(name)
+    for rec in ledger.select(owner=owner, resource=resource, kind='released'):
+        ledger.remove(rec)
     path = doc.layout.runtime(name)
     created = False
     if doc.toml.get(path) is None:
@@ -193,8 +195,12 @@ def runtime_absent(doc, ledger, ctx, params):
     name, owner, force = params['name'], params['owner'], params.get('force')
     resource = resource_of(name)
     path = doc.layout.runtime(name)
-    mine = ledger.select(owner=owner, resource=resource)
+    mine = [r for r in ledger.select(owner=owner, resource=resource) if r['kind'] != 'released']
     exists = doc.toml.get(path) is not None
+    if not mine and exists and ledger.select(owner=owner, resource=resource, kind='released'):
+        # this owner already undid its changes to a runtime it did not create:
+        # a second uninstall (a retry, a second converge) has nothing to do
+        return dict(removed=False, restored=[], kept=[])
     created_by = ledger.owners_of_table(path)
     default_path = doc.layout.default_runtime_name
     if owner in created_by and doc.default_runtime() == name:
@@ -212,6 +218,8 @@ def runtime_absent(doc, ledger, ctx, params):
             _drop_default(doc, ledger, default_path)
     if mine:
         summary = release(doc, ledger, owner, resource, ctx.warn)
+        if doc.toml.get(path) is not None and not ledger.select(owner=owner, resource=resource, kind='released'):
+            ledger.add({'owner': owner, 'resource': resource, 'kind': 'released', 'path': path})
         return dict(removed=bool(summary['deleted_tables']), restored=summary['restored_keys'],
                     kept=summary['kept_keys'])
     if not exists:
