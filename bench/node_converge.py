@@ -65,7 +65,7 @@ def pending(why):
 def sh(cmd, **kw):
     kw.setdefault('capture_output', True)
     kw.setdefault('text', True)
-    return subprocess.run(cmd, **kw)
+    return subprocess.run(cmd, **kw, check=False)
 
 
 def node(*cmd, **kw):

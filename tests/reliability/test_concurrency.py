@@ -235,7 +235,7 @@ def test_eight_writers_and_a_foreign_one(workdir, capsys):
             what = args.get('name') or args['imports'][0]
             if (what in redo_add and args.get('state') != 'absent') or \
                     (what in redo_remove and args.get('state') == 'absent'):
-                res, _ = runner.run(module, args)
+                res, _unused = runner.run(module, args)
                 assert not res.get('failed') and res['changed'], res
     runtimes, imports = _final_sets(path)
     expected_rt |= set('foreign-%d' % k for k, _r, _w in foreign.writes)
@@ -280,7 +280,7 @@ def test_foreign_writer_caught_between_truncate_and_write(workdir):
             f.write(content)
     writer = threading.Thread(target=finish_write)
     writer.start()
-    res, _ = runner.run('containerd_runtime', dict(path=path, name='nvidia', owner='gpu'))
+    res, _unused = runner.run('containerd_runtime', dict(path=path, name='nvidia', owner='gpu'))
     writer.join()
     assert not res.get('failed'), res
     runtimes, _imports = _final_sets(path)

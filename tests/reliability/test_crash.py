@@ -41,7 +41,7 @@ def _setup(workdir, fixture='v2_kubeadm.toml'):
 
 
 def _ok(runner, module, args, **kw):
-    res, _ = runner.run(module, args, **kw)
+    res, _unused = runner.run(module, args, **kw)
     assert not res.get('failed'), res
     return res
 
@@ -53,7 +53,7 @@ def _nothing_to_undo(res):
 
 
 def _remove(runner, module, args):
-    res, _ = runner.run(module, args)
+    res, _unused = runner.run(module, args)
     assert not res.get('failed') or _nothing_to_undo(res), res
     return res
 
@@ -183,7 +183,7 @@ def _one_kill(runner, rng, path, module, args, stats, run_times, tails):
     retry = rng.random() < 0.5  # the next run is a retry of the same task; else the next task
     predicted = None
     if not retry:   # what the task would write, from check mode (a retry tells it otherwise)
-        res, _ = runner.run(module, args, check=True, diff=True)
+        res, _unused = runner.run(module, args, check=True, diff=True)
         if _nothing_to_undo(res):
             return
         assert not res.get('failed'), res
@@ -227,11 +227,10 @@ def _one_kill(runner, rng, path, module, args, stats, run_times, tails):
     if retry:
         stats['retries'] += 1
         t0 = time.monotonic()
-        res, _ = runner.run(module, args, wrapped=True)
+        res, _unused = runner.run(module, args, wrapped=True)
         if _nothing_to_undo(res):
-            # the owner has no record for runc: its changes to runc were killed before their rename,
-            # or this uninstall had finished its rename before the kill; a re-run is then refused (see
-            # test_rerun_of_absent_for_a_runtime_the_owner_only_changed)
+            # the owner never changed runc (its changes were killed before their rename and not
+            # retried): containerd_runtime will not delete a runtime nobody recorded (by design)
             assert not [r for r in ledger_records(runner.state_dir, path) if r['resource'] == 'runtime:runc']
             stats['absent_rerun_refused'] = stats.get('absent_rerun_refused', 0) + 1
             return

@@ -7,14 +7,13 @@ exact round trip, judged by the real containerd."""
 import contextlib
 import os
 import resource
-import shutil
 import subprocess
 import time
 
 import pytest
 import tomlkit
 
-from conftest import CONTAINERD_1, assert_containerd_accepts, fixture_text, read
+from conftest import assert_containerd_accepts, fixture_text, read
 from ng_reliability import Runner, module_exists, temp_files
 
 V2 = 'io.containerd.grpc.v1.cri'
@@ -195,7 +194,7 @@ def test_symlink_with_follow_replaces_the_target_in_its_own_folder(env, workdir)
     os.chmod(target, 0o640)
     os.symlink(target, env['path'])
     module, args = ADD
-    res, _ = env['runner'].run(module, dict(args, path=env['path'], owner='gpu', follow=True))
+    res, _unused = env['runner'].run(module, dict(args, path=env['path'], owner='gpu', follow=True))
     assert res['changed'], res
     assert os.path.islink(env['path']) and os.readlink(env['path']) == target
     assert 'nvidia' in tomlkit.parse(read(target)).unwrap()['plugins'][V2]['containerd']['runtimes']
@@ -222,7 +221,7 @@ def test_missing_config_and_missing_folder(env, workdir):
     refused(env, *ADD, names=['does not exist', 'create'], key='path')
     assert not os.path.exists(env['path'])
     module, args = ADD
-    res, _ = env['runner'].run(module, dict(args, owner='gpu', path=os.path.join(workdir, 'nope', 'config.toml')))
+    res, _unused = env['runner'].run(module, dict(args, owner='gpu', path=os.path.join(workdir, 'nope', 'config.toml')))
     assert res['failed'] and os.path.join(workdir, 'nope') in res['msg'], res
     assert not os.path.exists(os.path.join(workdir, 'nope'))
 
@@ -232,7 +231,7 @@ def mounted(*cmds):
     done = []
     try:
         for cmd in cmds:
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode:
                 pytest.skip('cannot mount here (%s): %s' % (' '.join(cmd), proc.stderr.strip()))
             done.append(cmd)
@@ -240,7 +239,7 @@ def mounted(*cmds):
     finally:
         target = done[0][-1] if done else None
         if target:
-            subprocess.run(['umount', target], capture_output=True)
+            subprocess.run(['umount', target], capture_output=True, check=False)
 
 
 def test_read_only_folder(env):
@@ -269,7 +268,7 @@ def test_full_disk(env):
         assert sorted(os.listdir(env['etc'])) == sorted(['.config.toml.nodeguard.lock', 'config.toml', 'filler'])
         os.unlink(filler)   # space again: the same task now goes through
         module, args = ADD
-        res, _ = env['runner'].run(module, dict(args, path=env['path'], owner='gpu'))
+        res, _unused = env['runner'].run(module, dict(args, path=env['path'], owner='gpu'))
         assert res['changed'], res
         assert_containerd_accepts(env['path'])
 
@@ -280,7 +279,7 @@ def test_owned_by_another_user_mode_0600_stays_so(env):
     os.chmod(env['path'], 0o600)
     module, args = ADD
     for state in ('present', 'absent'):
-        res, _ = env['runner'].run(module, dict(args, path=env['path'], owner='gpu', state=state))
+        res, _unused = env['runner'].run(module, dict(args, path=env['path'], owner='gpu', state=state))
         assert res['changed'], res
         st = os.stat(env['path'])
         assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (65534, 65534, 0o600), state
@@ -301,7 +300,7 @@ def test_lock_held_by_another_run_times_out_cleanly(env):
         assert 1.4 < time.monotonic() - start < 15
     finally:
         os.close(fd)
-    res, _ = env['runner'].run(module, dict(args, path=env['path'], owner='gpu', lock_timeout=1.5))
+    res, _unused = env['runner'].run(module, dict(args, path=env['path'], owner='gpu', lock_timeout=1.5))
     assert res['changed'], res
 
 
@@ -356,7 +355,7 @@ def _round_trip(env, content, task, check):
     """Add, check the edit, remove: the original bytes must come back."""
     write(env['path'], content)
     module, args = task
-    res, _ = env['runner'].run(module, dict(args, path=env['path'], owner='gpu'))
+    res, _unused = env['runner'].run(module, dict(args, path=env['path'], owner='gpu'))
     assert res['changed'] and not res.get('failed'), res
     edited = read(env['path'], 'rb')
     check(edited, tomlkit.parse(edited.decode('utf-8')).unwrap())
@@ -364,7 +363,7 @@ def _round_trip(env, content, task, check):
     undo = dict(args, state='absent')
     for k in ('value', 'options', 'settings', 'inherit', 'runtime_type', 'runtime_path', 'default'):
         undo.pop(k, None)
-    res, _ = env['runner'].run(module, dict(undo, path=env['path'], owner='gpu'))
+    res, _unused = env['runner'].run(module, dict(undo, path=env['path'], owner='gpu'))
     assert res['changed'] and not res.get('failed'), res
     assert read(env['path'], 'rb') == (content if isinstance(content, bytes) else content.encode('utf-8'))
     return edited
@@ -497,7 +496,7 @@ def test_seed_duplicate_imports_are_tolerated(env):
     _round_trip(env, text, ADD, check)
     if module_exists('containerd_imports'):
         write(env['path'], text)
-        res, _ = env['runner'].run('containerd_imports', dict(path=env['path'], owner='coco', imports=[dropin]))
+        res, _unused = env['runner'].run('containerd_imports', dict(path=env['path'], owner='coco', imports=[dropin]))
         assert not res.get('failed'), res
         assert tomlkit.parse(read(env['path'])).unwrap()['imports'] == [dropin]
         assert_containerd_accepts(env['path'])

@@ -284,7 +284,7 @@ def maybe_dump(name, text, version):
     path = os.path.join(ETC, 'dump-%s.toml' % name)
     with open(path, 'w', newline='') as f:
         f.write(text)
-    proc = subprocess.run([binary, '--config', path, 'config', 'dump'], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([binary, '--config', path, 'config', 'dump'], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, 'containerd %s rejected:\n%s\n%s' % (binary, text, proc.stderr[-1500:])
 
 
@@ -314,7 +314,8 @@ def test_add_then_remove_gives_back_the_original_bytes(config, edits, rnd):
         note('apply %r' % (edit,))
         text, records = _applies(text, records, edit, version)
         parse_toml(text)
-        if edit[0] == 'runtime' and not [r for r in records if r['resource'] == 'runtime:' + edit[1]]:
+        if edit[0] == 'runtime' and not [r for r in records if r['resource'] == 'runtime:' + edit[1]
+                                         and r['kind'] != 'released']:
             # a change to runc that changed nothing: the owner has nothing to undo, and
             # containerd_runtime refuses state=absent for a runtime it did not create (documented)
             continue
@@ -325,7 +326,7 @@ def test_add_then_remove_gives_back_the_original_bytes(config, edits, rnd):
         note('undo %r' % (edit,))
         text, records = apply(text, records, edit, version)
     assert text == original
-    assert [r for r in records if r.get('owner') == OWNER] == []
+    assert [r for r in records if r.get('owner') == OWNER and r['kind'] != 'released'] == []
 
 
 @SETTINGS
