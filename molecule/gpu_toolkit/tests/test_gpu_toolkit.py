@@ -149,4 +149,5 @@ def test_the_ledger_holds_nothing_of_gpu_toolkit(node):
     f = box.file("/var/lib/nodeguard/ledger/etc%2Fcontainerd%2Fconfig.toml.json")
     if f.exists:
         records = json.loads(f.content_string).get("records", [])
-        assert [r for r in records if r.get("owner") == "gpu_toolkit"] == []
+        # a 'released' mark only says the owner already undid its change to a runtime it did not create
+        assert [r for r in records if r.get("owner") == "gpu_toolkit" and r.get("kind") != "released"] == []

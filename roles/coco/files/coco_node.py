@@ -113,7 +113,7 @@ def owned_from_ledger(state_dir, config_path, owner):
         out["ledger_error"] = "%s is damaged: %s" % (path, exc)
         return out
     for rec in records:
-        if not isinstance(rec, dict) or rec.get("owner") != owner:
+        if not isinstance(rec, dict) or rec.get("owner") != owner or rec.get("kind") == "released":
             continue
         resource = rec.get("resource") or ""
         if resource.startswith("runtime:"):

@@ -632,6 +632,8 @@ def evaluate_drift(args):
         try:
             with open(lpath, "r") as fh:
                 for rec in json.load(fh).get("records", []):
+                    if rec.get("kind") == "released":  # an undone change accounts for nothing
+                        continue
                     path = parse_key_path(rec.get("path"))
                     if path:
                         ledger_paths.append((path, rec.get("owner"), rec.get("kind")))
