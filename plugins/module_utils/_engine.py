@@ -327,24 +327,17 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
                                      ' | '.join(detail[-3:]) or 'no output'), key=None)
             if params.get('backup') and original is not None and backup_file is None:
                 backup_file = module.backup_local(path)
-            # compared as late as possible: a writer without our lock (nvidia-ctk)
-            # can still slip in before the rename, but not behind a slow step
-            if read_bytes(path) != original:
-                # another program rewrote the file while we worked: start over
-                # from its content rather than overwrite its change
-                remove_quietly(tmp)
-                tmp = None
-                ctx.warn('%s changed while nodeguard was editing it; the edit was applied again on the new '
-                         'content' % path)
-                result = dict(changed=False)
-                continue
             if backup_file:
                 result['backup_file'] = backup_file
             ledger_before = read_bytes(ledger.path)
             ledger.save(sha256_bytes(new))
+            # compared as late as possible, after every slow step: a writer
+            # without our lock (nvidia-ctk) can still slip in before the rename,
+            # but not behind the validation, the backup or the ledger write
             if read_bytes(path) != original:
-                # a lockless writer landed during the ledger write (two fsyncs, 15-60 ms
-                # measured under load): put the ledger back and start over, as above
+                # another program rewrote the file while we worked: put the
+                # ledger back and start over from its content rather than
+                # overwrite its change
                 if ledger_before is None:
                     remove_quietly(ledger.path)
                 else:
