@@ -17,13 +17,13 @@ Knobs: NODEGUARD_PROPERTY_EXAMPLES (examples per property, default 60),
 NODEGUARD_PROPERTY_DUMPS (real containerd runs per property, default 12).
 """
 
+import atexit
 import copy
 import os
 import shutil
 import subprocess
 import tempfile
 
-import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
@@ -69,10 +69,7 @@ for _i, _p in enumerate(DROPINS):
 CONFIG = os.path.join(ETC, 'config.toml')
 
 
-@pytest.fixture(scope='module', autouse=True)
-def _cleanup():
-    yield
-    shutil.rmtree(WORK, ignore_errors=True)
+atexit.register(shutil.rmtree, WORK, True)   # also when only collected (no fixture teardown then)
 
 
 # ------------------------------------------------------------- configs
