@@ -189,7 +189,12 @@ def cmd_facts(args):
     owned = owned_from_ledger(args.state_dir, args.config, args.owner)
     dropins = {}
     for path in args.dropin or []:
-        dropins[path] = dict(exists=os.path.exists(path),
+        try:
+            with open(path, "rb") as f:
+                dropin_sha256 = hashlib.sha256(f.read()).hexdigest()
+        except (IOError, OSError):
+            dropin_sha256 = None
+        dropins[path] = dict(exists=os.path.exists(path), sha256=dropin_sha256,
                              imported=any(resolve(e, args.config) == os.path.normpath(path) for e in imports),
                              owned_import=os.path.normpath(path) in owned["imports"])
     kube = dict(enabled=False, reason="", kubectl="", kubeconfig="", node="")

@@ -159,7 +159,10 @@ def walk_existing(dest):
 
 
 def read_members(archive, root):
-    """The payload's entries: list of dicts (rel, type, mode, data/target), in archive order."""
+    """Open the archive; return (tar, entries). Entries are dicts (rel, type, mode, and
+    member - the TarInfo whose data a file gets - or target for a link): folders first,
+    then archive order. File data is streamed later, never held in memory whole (a real
+    kata payload has files of hundreds of MB). The caller closes tar."""
     root = clean_rel(root or "")
     entries = {}
     order = []
@@ -167,7 +170,7 @@ def read_members(archive, root):
         tar = tarfile.open(archive, "r:*")
     except (IOError, OSError, tarfile.TarError) as exc:
         raise PayloadError("cannot read the payload archive %s: %s" % (archive, exc))
-    with tar:
+    try:
         members = tar.getmembers()
         by_name = {}
         for m in members:
@@ -188,8 +191,7 @@ def read_members(archive, root):
             if m.isdir():
                 entry = dict(rel=rel, type="dir", mode=mode or 0o755)
             elif m.isreg():
-                f = tar.extractfile(m)
-                entry = dict(rel=rel, type="file", mode=mode or 0o644, data=f.read())
+                entry = dict(rel=rel, type="file", mode=mode or 0o644, member=m)
             elif m.issym():
                 if not inside(os.path.dirname(rel), m.linkname):
                     raise PayloadError("archive member %r is a link to %r, outside the payload folder; "
@@ -200,15 +202,21 @@ def read_members(archive, root):
                 if src is None or not src.isreg():
                     raise PayloadError("archive member %r is a hard link to %r, which is not a regular file "
                                        "in the archive" % (m.name, m.linkname))
-                f = tar.extractfile(src)
-                entry = dict(rel=rel, type="file", mode=mode or (src.mode & 0o7777) or 0o644, data=f.read())
+                entry = dict(rel=rel, type="file", mode=mode or (src.mode & 0o7777) or 0o644, member=src)
             else:
                 raise PayloadError("archive member %r is a device, fifo or other special file; refusing the "
                                    "archive" % m.name)
             if rel not in entries:
                 order.append(rel)
             entries[rel] = entry
+    except (IOError, OSError, tarfile.TarError, EOFError) as exc:
+        tar.close()
+        raise PayloadError("cannot read the payload archive %s: %s" % (archive, exc))
+    except PayloadError:
+        tar.close()
+        raise
     if not entries:
+        tar.close()
         raise PayloadError("the payload archive %s has nothing under %r. Fix: set coco_payload_root to the "
                            "folder inside the archive that holds bin/ and share/ (kata-deploy's tarball: "
                            "opt/kata)." % (archive, root or "/"))
@@ -223,7 +231,41 @@ def read_members(archive, root):
     # folders first (shallow to deep), then the rest in archive order
     dirs = sorted((r for r in order if entries[r]["type"] == "dir"), key=lambda r: (r.count("/"), r))
     rest = [r for r in order if entries[r]["type"] != "dir"]
-    return [entries[r] for r in dirs + rest]
+    return tar, [entries[r] for r in dirs + rest]
+
+
+def same_content(path, tar, member):
+    """True when the file at path has exactly the member's bytes (streamed)."""
+    src = tar.extractfile(member)
+    with open(path, "rb") as f:
+        while True:
+            a = src.read(1 << 20)
+            b = f.read(1 << 20)
+            if a != b:
+                return False
+            if not a:
+                return True
+
+
+def atomic_write_stream(path, src, mode):
+    """atomic_write for a stream: temporary file in the folder, copied, flushed, renamed."""
+    folder = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".ng-tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for chunk in iter(lambda: src.read(1 << 20), b""):
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(folder)
 
 
 def sha256_file(path):
@@ -270,7 +312,14 @@ def remove_owned(dest, owned, preexisting):
 
 def cmd_install(args):
     dest = os.path.abspath(args.dest)
-    entries = read_members(args.archive, args.root)
+    tar, entries = read_members(args.archive, args.root)
+    try:
+        return install_entries(args, dest, tar, entries)
+    finally:
+        tar.close()
+
+
+def install_entries(args, dest, tar, entries):
     manifest = load_manifest(args.manifest)
     changed = False
     if manifest is None or os.path.abspath(manifest.get("dest", dest)) != dest:
@@ -310,11 +359,10 @@ def cmd_install(args):
             same = False
             if os.path.isfile(full) and not os.path.islink(full):
                 st = os.stat(full)
-                if st.st_size == len(e["data"]) and (st.st_mode & 0o7777) == e["mode"]:
-                    with open(full, "rb") as f:
-                        same = f.read() == e["data"]
+                if st.st_size == e["member"].size and (st.st_mode & 0o7777) == e["mode"]:
+                    same = same_content(full, tar, e["member"])
             if not same:
-                atomic_write(full, e["data"], e["mode"])
+                atomic_write_stream(full, tar.extractfile(e["member"]), e["mode"])
                 written.append(e["rel"])
         else:
             if not (os.path.islink(full) and os.readlink(full) == e["target"]):
