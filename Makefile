@@ -1,6 +1,7 @@
 # nodeguard.containerd: build, test and demo targets.
 #
-#   make demo     snapshot + readiness report against a podman bookworm node
+#   make demo     the main job on a podman bookworm node: snapshot, readiness,
+#                 install gpu_toolkit + coco, re-run, uninstall, same bytes
 #   make test     everything CI runs (deps, unit, module, sanity, lint,
 #                 node images, Molecule scenarios, reliability)
 #
@@ -53,7 +54,7 @@ TEST_STAGES ?= deps collection test-unit test-module test-roles test-standins sa
 	clean distclean
 
 help:
-	@echo "make demo          snapshot + readiness report on a podman bookworm node"
+	@echo "make demo          snapshot, readiness, install/re-run/uninstall gpu_toolkit + coco on a podman node"
 	@echo "make demo-clean    remove the demo node"
 	@echo "make test          deps, unit, module, roles, standins, sanity, lint, images, molecule, reliability"
 	@echo "make deps          Debian packages and the .venv (idempotent, stamped)"

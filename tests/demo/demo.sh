@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
-# `make demo`: a bookworm node (containerd 1.6) in podman, then
-# playbooks/snapshot.yml and playbooks/verify.yml against it, then the
-# readiness report as a table. The node is left running for a look around
+# `make demo`: a bookworm node (containerd 1.6) in podman, then the main job
+# against it:
+#   1. playbooks/snapshot.yml (baseline) and playbooks/verify.yml, with the
+#      readiness report as a table;
+#   2. playbooks/site.yml in check mode with --diff (what an install would
+#      change), then for real: the NVIDIA runtime (gpu_toolkit) and
+#      Confidential Containers (coco) installed in one converge, one restart,
+#      a container started through each new runtime handler;
+#   3. site.yml again: nothing changed, no restart;
+#   4. site.yml with both states absent: one restart, and config.toml is
+#      byte-identical to what it was before the install.
+# The GPU and kata parts are the test stand-ins (tests/standins/): programs
+# that run runc / the runc shim, so containers really start through each
+# handler. The node is left running for a look around
 # (podman exec -it ng-demo bash); `make demo-clean` removes it.
 #
 #   tests/demo/demo.sh            run the demo
@@ -32,20 +43,17 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 podman image exists "$IMAGE" || { echo "$IMAGE missing: run tests/images/build.sh bookworm (make demo does)" >&2; exit 1; }
 
-say "node $NODE from $IMAGE"
+say "node $NODE from $IMAGE (a fresh node on every run)"
 if podman container exists "$NODE"; then
-    if [ "$(podman inspect -f '{{.State.Running}}' "$NODE")" != true ]; then
-        podman start "$NODE" >/dev/null
-    fi
-    echo "reusing $NODE"
-else
-    podman run -d --name "$NODE" --hostname "$NODE" \
+    podman rm -f "$NODE" >/dev/null
+    echo "removed the previous $NODE"
+fi
+podman run -d --name "$NODE" --hostname "$NODE" \
         --privileged --systemd=always \
         --ulimit nofile=16384:16384 --ulimit nproc=16384:16384 \
         --network none --tmpfs /var/lib/containerd:rw,size=1g \
         "$IMAGE" /sbin/init >/dev/null
-    echo "started $NODE"
-fi
+echo "started $NODE"
 state=$(timeout 120 podman exec "$NODE" systemctl is-system-running --wait || true)
 echo "systemd: $state"
 
@@ -80,7 +88,72 @@ ansible-playbook -i "$DEMO/inventory.yml" playbooks/verify.yml \
 say "readiness report of $NODE"
 podman exec "$NODE" cat /var/lib/nodeguard/readiness.json >"$DEMO/readiness-$NODE.json"
 python3 "$REPO/tests/demo/report_table.py" "$DEMO/readiness-$NODE.json"
+[ "$rc" = 0 ] || { echo "verify failed (rc $rc): the node is not ready, no install attempted" >&2; exit "$rc"; }
+
+# ---------------------------------------------------------------- main job
+config_sha() { podman exec "$NODE" sha256sum /etc/containerd/config.toml | cut -c1-64; }
+starts() { podman exec "$NODE" bash -c "journalctl -u containerd -o cat --no-pager | grep -c '^Started containerd' || true"; }
+recap() { sed -n "s/^$NODE *: .*changed=\([0-9]*\).*failed=\([0-9]*\).*/changed=\1 failed=\2/p" "$1" | tail -n 1; }
+# The kata stand-in runs the runc shim, which cannot read kata's options
+# (ConfigPath), so the readiness probe does not pass them (as in Molecule).
+site() {  # site.yml LOG STATE [extra args]: both roles to STATE
+    local log=$1 state=$2
+    shift 2
+    ansible-playbook -i "$DEMO/inventory.yml" playbooks/site.yml \
+        -e target="$NODE" -e gpu_toolkit_state="$state" -e coco_state="$state" \
+        -e coco_payload_archive="$DEMO/kata-payload.tar.gz" \
+        -e node_readiness_probe_image_required=true \
+        -e node_readiness_pass_config_path=false \
+        -e node_readiness_show_report=false \
+        -e node_readiness_report_path=/var/lib/nodeguard/readiness.json \
+        "$@" 2>&1 | tee "$DEMO/$log.log"
+}
+
+say "stand-ins: nvidia-container-runtime and a kata payload tarball (both run runc underneath)"
+podman cp tests/standins/nvidia-container-runtime "$NODE":/usr/bin/nvidia-container-runtime
+bash tests/standins/make_kata_payload.sh "$DEMO/kata-payload.tar.gz"
+echo "built build/demo/kata-payload.tar.gz"
+before=$(config_sha)
+podman exec "$NODE" cat /etc/containerd/config.toml >"$DEMO/config.before.toml"
+
+say "ansible-playbook playbooks/site.yml --check --diff (preview: nothing is written)"
+site preview present --check --diff >/dev/null || { cat "$DEMO/preview.log"; exit 1; }
+grep -E '^[-+]' "$DEMO/preview.log" | grep -vE '^(\+\+\+|---) ' | head -n 60 || true
+echo "(full preview: build/demo/preview.log)"
+[ "$(config_sha)" = "$before" ] || { echo "check mode changed config.toml" >&2; exit 1; }
+echo "config.toml unchanged by the preview"
+
+say "ansible-playbook playbooks/site.yml (gpu_toolkit and coco present)"
+s0=$(starts)
+site install present >/dev/null || { tail -n 40 "$DEMO/install.log"; exit 1; }
+s1=$(starts)
+echo "install: $(recap "$DEMO/install.log"), containerd restarts: $((s1 - s0))"
+podman exec "$NODE" cat /var/lib/nodeguard/readiness.json >"$DEMO/readiness-installed.json"
+python3 "$REPO/tests/demo/report_table.py" "$DEMO/readiness-installed.json"
+podman exec "$NODE" cat /etc/containerd/config.toml >"$DEMO/config.installed.toml"
 echo
-echo "report: build/demo/readiness-$NODE.json; node left running: podman exec -it $NODE bash"
+echo "config.toml, before -> installed:"
+diff -u "$DEMO/config.before.toml" "$DEMO/config.installed.toml" | tail -n +3 || true
+
+say "ansible-playbook playbooks/site.yml again (idempotent: expect changed=0, no restart)"
+site again present >/dev/null || { tail -n 40 "$DEMO/again.log"; exit 1; }
+s2=$(starts)
+echo "re-run: $(recap "$DEMO/again.log"), containerd restarts: $((s2 - s1))"
+
+say "ansible-playbook playbooks/site.yml with both states absent (uninstall)"
+site uninstall absent >/dev/null || { tail -n 40 "$DEMO/uninstall.log"; exit 1; }
+s3=$(starts)
+after=$(config_sha)
+echo "uninstall: $(recap "$DEMO/uninstall.log"), containerd restarts: $((s3 - s2))"
+echo "config.toml sha256 before install: $before"
+echo "config.toml sha256 after uninstall: $after"
+if [ "$after" = "$before" ]; then
+    echo "byte-identical: the uninstall removed exactly what the install added"
+else
+    echo "config.toml differs from before the install:" >&2
+    podman exec "$NODE" cat /etc/containerd/config.toml | diff -u "$DEMO/config.before.toml" - >&2 || true
+    exit 1
+fi
+echo
+echo "logs and reports: build/demo/; node left running: podman exec -it $NODE bash"
 echo "remove it with: make demo-clean"
-exit "$rc"
