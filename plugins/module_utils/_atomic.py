@@ -18,8 +18,10 @@ import errno
 import fcntl
 import hashlib
 import os
+import signal
 import stat
 import tempfile
+import threading
 import time
 
 # The temporary file's name must not match the glob a config imports
@@ -71,22 +73,19 @@ class FileLock(object):
             return self  # nobody has ever locked this file: nothing to wait for
         fd = os.open(self.lock_path, os.O_RDWR | (os.O_CREAT if self.create else 0), 0o600)
         start = time.monotonic()
-        delay = 0.01
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except (IOError, OSError) as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    os.close(fd)
-                    raise
-                if time.monotonic() - start >= self.timeout:
-                    os.close(fd)
-                    raise LockTimeout('could not lock %s within %s seconds: another nodeguard task '
-                                      'holds it. Retry later or raise lock_timeout.'
-                                      % (self.lock_path, self.timeout))
-                time.sleep(delay)
-                delay = min(delay * 2, 0.2)
+        try:
+            if _can_block_with_alarm(self.timeout):
+                locked = _flock_until(fd, self.timeout)
+            else:
+                locked = _flock_polling(fd, self.timeout)
+        except Exception:
+            os.close(fd)
+            raise
+        if not locked:
+            os.close(fd)
+            raise LockTimeout('could not lock %s within %s seconds: another nodeguard task '
+                              'holds it. Retry later or raise lock_timeout.'
+                              % (self.lock_path, self.timeout))
         self.waited = time.monotonic() - start
         self.fd = fd
         return self
@@ -102,6 +101,66 @@ class FileLock(object):
 
     def __exit__(self, *exc):
         self.release()
+
+
+class _AlarmExpired(Exception):
+    pass
+
+
+def _can_block_with_alarm(timeout):
+    """A blocking flock bounded by SIGALRM needs the main thread and a free timer.
+
+    Waiting in the kernel wakes every waiter the moment the lock is released,
+    so under contention nobody starves behind a sleeping poller.
+    """
+    return (timeout > 0 and threading.current_thread() is threading.main_thread()
+            and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
+
+
+def _try_flock(fd):
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except (IOError, OSError) as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+        return False
+
+
+def _flock_until(fd, timeout):
+    """Blocking flock, interrupted by a one-shot alarm after timeout seconds."""
+    fired = []
+
+    def on_alarm(signum, frame):
+        if not fired:  # raise at most once, so the cleanup below cannot be hit
+            fired.append(True)
+            raise _AlarmExpired()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _AlarmExpired:
+        pass
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    # The alarm may have fired just after the flock succeeded: ask again
+    # (flock on a descriptor that holds the lock succeeds).
+    return _try_flock(fd)
+
+
+def _flock_polling(fd, timeout):
+    """flock with LOCK_NB in a short sleep loop (threads, or a busy timer)."""
+    start = time.monotonic()
+    while True:
+        if _try_flock(fd):
+            return True
+        if time.monotonic() - start >= timeout:
+            return False
+        time.sleep(0.02)
 
 
 def fsync_dir(folder):
