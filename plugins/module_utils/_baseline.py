@@ -47,6 +47,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     TomlParseError,
     parse_error_message,
     parse_toml,
+    split_bom,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     is_glob,
@@ -104,7 +105,8 @@ class TreeFile(object):
             self.error = '%s is not UTF-8 text (byte %d)' % (path, exc.start)
             return
         try:
-            self.data = parse_toml(self.text)
+            # containerd 1.x skips a byte order mark; the file's bytes keep it
+            self.data = parse_toml(split_bom(self.text)[0])
         except TomlParseError as exc:
             self.error = parse_error_message(path, exc)
 

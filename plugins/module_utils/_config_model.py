@@ -84,6 +84,36 @@ class Layout(object):
         return self.logical[key]
 
 
+UTF8_BOM = u'\ufeff'
+
+
+def split_bom(text):
+    """(text without a leading UTF-8 byte order mark, whether it had one).
+
+    containerd 1.x's TOML reader skips a BOM; 2.x's refuses the file (both
+    measured), so nodeguard keeps a BOM where containerd reads it and names
+    it where containerd would not.
+    """
+    if text.startswith(UTF8_BOM):
+        return text[len(UTF8_BOM):], True
+    return text, False
+
+
+def bom_refused_message(path, containerd_ver, config_version=None):
+    """Why a file with a BOM will not load on this node, or None when it will."""
+    if containerd_ver is not None:
+        if containerd_ver[0] < 2:
+            return None
+        reader = 'containerd %d.%d' % tuple(containerd_ver)
+    elif config_version is not None and config_version >= 3:
+        reader = 'containerd 2.x (which reads config version %d)' % config_version
+    else:
+        return None
+    return ('%s starts with a UTF-8 byte order mark (bytes EF BB BF), which %s cannot parse: containerd would '
+            'refuse to start. Fix: remove the mark, e.g. sed -i \'1s/^\\xEF\\xBB\\xBF//\' %s'
+            % (path, reader, path))
+
+
 def parse_toml(text):
     """Parse TOML text into plain dicts.
 

@@ -33,8 +33,11 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic impor
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
     HAS_TOMLKIT,
     TOMLKIT_IMPORT_ERROR,
+    UTF8_BOM,
     ConfigDocument,
     ConfigError,
+    bom_refused_message,
+    split_bom,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import (
     Ledger,
@@ -268,6 +271,7 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
                                   '(state: restore).' % (path, len(original) / 1048576.0, MAX_CONFIG_BYTES // 1048576),
                                   key='path')
             text = None if original is None else _decode(path, original)
+            text, bom = split_bom(text) if text is not None else (None, False)
             if text is not None and not text.strip() and not params.get('create'):
                 raise ConfigError('%s is empty: containerd would start with built-in defaults only, without this '
                                   'node\'s settings. Nothing was written. Fix: put back a known-good copy with '
@@ -283,6 +287,10 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
                 text = _default_config(ctx, path)
                 created = True
             doc = ConfigDocument(path, text)
+            if bom:
+                refused = bom_refused_message(path, ctx.containerd_version, doc.version)
+                if refused:
+                    raise ConfigError(refused + ' Nothing was written.', key='path')
             ledger = Ledger.load(params['state_dir'], path)
             note = ledger.recover(sha256_bytes(original or b''))
             if note:
@@ -293,7 +301,7 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
             result['plugin'] = doc.layout.cri_plugin
             if doc.changed:
                 doc.verify()
-            new = doc.text.encode('utf-8')
+            new = (UTF8_BOM if bom else '').encode('utf-8') + doc.text.encode('utf-8')
             file_changed = created or new != original
             if module._diff and file_changed:
                 result['diff'] = dict(before='' if original is None else text, after=doc.text,

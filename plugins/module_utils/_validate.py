@@ -25,8 +25,10 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     Layout,
     SUPPORTED_VERSIONS,
     TomlParseError,
+    bom_refused_message,
     parse_error_message,
     parse_toml,
+    split_bom,
 )
 
 GLOB_CHARS = re.compile(r'[*?\[]')
@@ -115,11 +117,12 @@ class ImportProblem(object):
         self.message = message
 
 
-def load_tree(main_path, main_data):
+def load_tree(main_path, main_data, containerd_ver=None):
     """The main file and its imports, breadth first, as containerd loads them.
 
     Returns (files, problems): files is a list of (path, data) in merge order;
-    problems lists imports that are missing or unreadable.
+    problems lists imports that are missing or unreadable (or that start with
+    a byte order mark containerd_ver cannot parse).
     """
     files = [(os.path.abspath(main_path), main_data)]
     seen = set([os.path.abspath(main_path)])
@@ -149,6 +152,11 @@ def load_tree(main_path, main_data):
                     problems.append(ImportProblem(entry, path, '%s imports %s, which is not UTF-8 text.'
                                                   % (path, full)))
                     continue
+                text, bom = split_bom(text)
+                refused = bom_refused_message(full, containerd_ver) if bom else None
+                if refused:
+                    problems.append(ImportProblem(entry, path, refused + ' (imported by %s)' % path))
+                    continue
                 try:
                     sub = parse_toml(text)
                 except TomlParseError as exc:
@@ -173,7 +181,7 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
     told it is intended); every other check still runs.
     """
     errors = []
-    files, problems = load_tree(main_path, main_data)
+    files, problems = load_tree(main_path, main_data, containerd_ver)
     errors.extend(p.message for p in problems if p.entry not in ignore_missing)
     main_version = file_version(main_data)
     replace = replaces_plugin_tables(containerd_ver, main_version)
