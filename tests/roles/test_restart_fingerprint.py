@@ -109,7 +109,7 @@ def test_three_implementations_agree_and_ignore_the_imports_order(tmp_path, coco
         assert gpu_toolkit_fp(other) == expected
     # containerd's own repeated dumps of one config: one fingerprint
     again = {coco_node.dump_fingerprint(command_stdout([binary, "--config", str(cfg), "config", "dump"]))
-             for _ in range(4)}
+             for dummy in range(4)}
     assert again == {expected}
 
 

@@ -113,7 +113,7 @@ def test_threads_poll_and_exclude_each_other(tmp_path):
 
     def worker():
         try:
-            for _ in range(5):
+            for dummy in range(5):
                 with FileLock(path, 30):
                     inside.append(1)
                     if len(inside) > 1:
@@ -123,7 +123,7 @@ def test_threads_poll_and_exclude_each_other(tmp_path):
         except Exception as exc:  # reported below, not swallowed
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
+    threads = [threading.Thread(target=worker) for dummy in range(4)]
     for t in threads:
         t.start()
     for t in threads:
