@@ -603,9 +603,19 @@ class TomlText(object):
         e = self.find_keyval(path)
         self._splice(e.value_start, e.value_end, raw)
 
+    def _refuse_inside_inline(self, path):
+        """TOML cannot extend an inline table ({ ... }) with a [section]."""
+        for cut in range(len(path) - 1, 0, -1):
+            if self.find_keyval(path[:cut]) is not None and isinstance(self.get(path[:cut]), dict):
+                raise TomlLayoutError('%s is written as an inline table ({ ... }), which TOML cannot extend '
+                                      'with [%s]; nodeguard edits only [table] sections. Fix: rewrite %s as '
+                                      '[sections] by hand (one [..] header per table), then run again'
+                                      % (dotted_path(path[:cut]), dotted_path(path), dotted_path(path[:cut])))
+
     def add_section(self, path, items):
         """Add a [path] section holding the given (key, value) pairs."""
         path = tuple(path)
+        self._refuse_inside_inline(path)
         if self.find_header(path) is not None:
             raise TomlLayoutError('[%s] exists already' % dotted_path(path))
         literal = self.literal_style()
@@ -651,9 +661,17 @@ class TomlText(object):
     def copy_table(self, src, dst):
         """Create table dst as a copy of table src and its sub-tables, text and all."""
         src, dst = tuple(src), tuple(dst)
+        self._refuse_inside_inline(dst)
         heads = self._subtree_headers(src)
         if not heads:
-            raise TomlLayoutError('[%s] has no section to copy' % dotted_path(src))
+            # src is written with dotted keys or inline: no text to copy, so
+            # write its values out as sections of their own
+            table = get_in(self.data, src)
+            if not isinstance(table, dict):
+                raise TomlLayoutError('[%s] is not a table' % dotted_path(src))
+            self._insert_block(dst, self._table_block(dst, table, self.literal_style()))
+            set_in(self.data, dst, copy.deepcopy(table))
+            return
         prefix = self.render_path(dst)
         chunks = []
         for i, h in enumerate(heads):
@@ -671,6 +689,18 @@ class TomlText(object):
             block += '\n'
         self._insert_block(dst, block)
         set_in(self.data, dst, copy.deepcopy(get_in(self.data, src)))
+
+    def _table_block(self, path, table, literal):
+        """[path] with the table's plain keys, then a section per sub-table."""
+        indent = self._header_indent(path)
+        body = indent + self._body_step()
+        plain = [(k, v) for k, v in table.items() if not isinstance(v, dict)]
+        subs = [(k, v) for k, v in table.items() if isinstance(v, dict)]
+        block = indent + '[' + self.render_path(path) + ']\n'
+        block += ''.join('%s%s = %s\n' % (body, render_key(k, literal), render_value(v, literal)) for k, v in plain)
+        for k, v in subs:
+            block += '\n' + self._table_block(tuple(path) + (k,), v, literal)
+        return block
 
     def delete_table(self, path):
         """Delete table path with its sub-tables (the sections and key lines)."""
