@@ -6,7 +6,7 @@ H ms (a module's edit) and then work G ms outside it, the way N nodeguard
 tasks on one node would.
 Two ways to wait, run interleaved, REPS rounds each:
 
-  polling   flock LOCK_NB, sleep 10 ms doubling to 200 ms (nodeguard <= 0.1's wait)
+  polling   flock LOCK_NB, sleep 10 ms doubling to 200 ms (nodeguard's earlier wait)
   kernel    _atomic.FileLock: a blocking flock bounded by an alarm (now)
 
 Printed per way: wall time for all N*K edits, lock utilisation (time held /
