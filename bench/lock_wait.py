@@ -88,9 +88,9 @@ def collections_root():
 def one_round(way, folder):
     path = os.path.join(folder, 'config.toml')
     start_at = time.time() + 0.5
-    procs = [subprocess.Popen([sys.executable, '-c', WORKER, way, path, str(EDITS), str(HOLD_MS), str(GAP_MS), repr(start_at),
-                               collections_root()], stdout=subprocess.PIPE, universal_newlines=True)
-             for _ in range(WORKERS)]
+    argv = [sys.executable, '-c', WORKER, way, path, str(EDITS), str(HOLD_MS), str(GAP_MS), repr(start_at),
+            collections_root()]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, universal_newlines=True) for dummy in range(WORKERS)]
     results = []
     for p in procs:
         out, _err = p.communicate(timeout=600)
@@ -115,20 +115,21 @@ def main():
           '%d rounds per way, interleaved; load %.1f' % (WORKERS, EDITS, HOLD_MS, GAP_MS, REPS, load))
     rounds = {'polling': [], 'kernel': []}
     with tempfile.TemporaryDirectory(prefix='ng-bench-lock-') as folder:
-        for _ in range(REPS):
+        for dummy in range(REPS):
             for way in ('polling', 'kernel'):
                 rounds[way].append(one_round(way, folder))
     med = {way: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for way, rs in rounds.items()}
-    print('%-8s %9s %12s %9s %9s %9s %14s' % ('way', 'wall s', 'utilisation', 'p50 s', 'p95 s', 'max s',
-                                             'finish spread'))
+    header = ('way', 'wall s', 'utilisation', 'p50 s', 'p95 s', 'max s', 'finish spread')
+    print('%-8s %9s %12s %9s %9s %9s %14s' % header)
     for way in ('polling', 'kernel'):
         m = med[way]
-        print('%-8s %9.2f %11.0f%% %9.3f %9.3f %9.3f %13.2fs' % (way, m['wall'], 100 * m['util'], m['p50'], m['p95'],
-                                                               m['max'], m['spread']))
+        row = (way, m['wall'], 100 * m['util'], m['p50'], m['p95'], m['max'], m['spread'])
+        print('%-8s %9.2f %11.0f%% %9.3f %9.3f %9.3f %13.2fs' % row)
     p, k = med['polling'], med['kernel']
+    ratios = (p['wall'] / k['wall'], p['max'] / k['max'], p['spread'] / max(k['spread'], 1e-3),
+              100 * p['util'], 100 * k['util'])
     print('ratios polling/kernel (medians): wall %.2fx, max wait %.2fx, finish spread %.2fx; '
-          'utilisation %.0f%% -> %.0f%%' % (p['wall'] / k['wall'], p['max'] / k['max'],
-                                           p['spread'] / max(k['spread'], 1e-3), 100 * p['util'], 100 * k['util']))
+          'utilisation %.0f%% -> %.0f%%' % ratios)
 
 
 if __name__ == '__main__':

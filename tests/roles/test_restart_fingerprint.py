@@ -1,71 +1,71 @@
-"""The restart contract's fingerprint of the effective config.
+"""The restart contract's decision: `nodeguard_readiness.py pending`.
 
-Three places compute it and must agree, or a role restarts containerd for a
-config it already runs: roles/node_readiness/tasks/restart.yml (Jinja),
-roles/gpu_toolkit/tasks/restart.yml (Jinja, a handler-safe copy) and
-roles/coco/files/coco_node.py (Python, on the node). The dumps come from the
-real containerd: containerd 1.6/1.7 print the entries of the imports line in
-a random order, so the fingerprint leaves that line out.
+roles/node_readiness/tasks/restart.yml, the one way nodeguard restarts
+containerd, asks the node helper whether a restart is pending and records
+the fingerprint it returns. Here the helper runs as on a node, against the
+real containerd's `config dump`; only `systemctl show` is a stand-in that
+reports the start time each test sets. containerd 1.6/1.7 print the imports
+line of the dump in a random order, so the fingerprint leaves it out.
 """
 
 import hashlib
 import importlib.util
 import itertools
+import json
 import os
 import re
 import subprocess
+import sys
+import time
 
 import pytest
-import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
 
 from conftest import CONTAINERD_1, CONTAINERD_2
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HELPER = os.path.join(REPO, "roles", "node_readiness", "files", "nodeguard_readiness.py")
 CRI = 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes'
 CRI_V3 = 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes'
+SYSTEMCTL = """#!/bin/sh
+# stand-in: systemctl show containerd --property=ExecMainStartTimestamp --value --timestamp=us+utc
+cat "$(dirname "$0")/started"
+"""
 
 
 @pytest.fixture(scope="module")
-def coco_node():
-    path = os.path.join(REPO, "roles", "coco", "files", "coco_node.py")
-    spec = importlib.util.spec_from_file_location("coco_node", path)
+def helper():
+    spec = importlib.util.spec_from_file_location("nodeguard_readiness", HELPER)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def set_fact_expr(role, fact):
-    with open(os.path.join(REPO, "roles", role, "tasks", "restart.yml")) as f:
-        tasks = yaml.safe_load(f)
-    for task in tasks:
-        facts = task.get("ansible.builtin.set_fact") or {}
-        if fact in facts:
-            return facts[fact]
-    raise AssertionError("no set_fact of %s in roles/%s/tasks/restart.yml" % (fact, role))
+@pytest.fixture
+def node(tmp_path):
+    """A config folder, a state folder and a systemctl whose start time the test sets."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text(SYSTEMCTL)
+    (bin_dir / "systemctl").chmod(0o755)
+    state = tmp_path / "state"
+    state.mkdir()
 
+    class Node(object):
+        def started(self, epoch):
+            stamp = time.strftime("%a %Y-%m-%d %H:%M:%S", time.gmtime(epoch)) + ".%06d UTC" % int((epoch % 1) * 1e6)
+            (bin_dir / "started").write_text(stamp + "\n")
 
-def render(expr, variables):
-    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(expr)).strip()
+        def pending(self, config, *extra, binary=CONTAINERD_1):
+            argv = [sys.executable, HELPER, "--containerd", binary, "pending", "--config", str(config),
+                    "--state-dir", str(state)] + [a for f in extra for a in ("--file", str(f))]
+            env = dict(os.environ, PATH=str(bin_dir) + os.pathsep + os.environ["PATH"])
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=True)
+            return json.loads(proc.stdout)
 
+        def record(self, fingerprint):
+            (state / "containerd-started.sha256").write_text(fingerprint + "\n")
 
-def node_readiness_fp(stdout):
-    expr = set_fact_expr("node_readiness", "__ng_restart_fingerprint")
-    return render(expr, {"__ng_restart_dump": {"stdout": stdout}})
-
-
-def gpu_toolkit_fp(stdout):
-    expr = set_fact_expr("gpu_toolkit", "__gpu_toolkit_restart_fingerprint")
-    # the handler's one shell task: the dump, a marker line, the recorded value
-    read = stdout + "\n\n@@nodeguard-started@@\n" + "0" * 64
-    return render(expr, {"__gpu_toolkit_restart_read": {"stdout": read}})
-
-
-def command_stdout(argv):
-    """stdout as ansible.builtin.command returns it (trailing newlines stripped)."""
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
-    return proc.stdout.rstrip("\r\n")
+    return Node()
 
 
 def write_config(tmp_path, version, table, drop_ins):
@@ -81,55 +81,110 @@ def write_config(tmp_path, version, table, drop_ins):
     return cfg
 
 
-def permuted(stdout):
-    """The same dump with the imports line's entries in every other order."""
-    m = re.search(r"(?m)^imports = \[(.*)\]$", stdout)
-    assert m, "the dump has no imports line"
-    entries = m.group(1).split(", ")
-    assert len(entries) >= 3
-    return [stdout[:m.start(1)] + ", ".join(p) + stdout[m.end(1):] for p in itertools.permutations(entries)][1:]
+def dump_of(binary, cfg):
+    """stdout of `config dump` as Ansible's command module returns it."""
+    proc = subprocess.run([binary, "--config", str(cfg), "config", "dump"], capture_output=True, text=True,
+                          timeout=60, check=True)
+    return proc.stdout.rstrip("\r\n")
+
+
+def touch_later(path, seconds=2.0):
+    later = time.time() + seconds
+    os.utime(str(path), (later, later))
+    return later
 
 
 @pytest.mark.parametrize("binary,version,table", [
     pytest.param(CONTAINERD_1, 2, CRI, id="containerd-1.x"),
     pytest.param(CONTAINERD_2, 3, CRI_V3, id="containerd-2.x"),
 ])
-def test_three_implementations_agree_and_ignore_the_imports_order(tmp_path, coco_node, binary, version, table):
+def test_fingerprint_ignores_the_order_of_the_imports_line(tmp_path, helper, binary, version, table):
     if binary is None:
         pytest.fail("no containerd binary: run `make deps`")
     cfg = write_config(tmp_path, version, table, 3)
-    dump = command_stdout([binary, "--config", str(cfg), "config", "dump"])
-    expected = coco_node.dump_fingerprint(dump)
-    assert node_readiness_fp(dump) == expected
-    assert gpu_toolkit_fp(dump) == expected
-    for other in permuted(dump):
+    dump = dump_of(binary, cfg)
+    expected = helper.dump_fingerprint(dump)
+    m = re.search(r"(?m)^imports = \[(.*)\]$", dump)
+    assert m, "the dump has no imports line"
+    entries = m.group(1).split(", ")
+    assert len(entries) >= 3  # 1.x lists the main file too
+    for order in list(itertools.permutations(entries))[1:]:
+        other = dump[:m.start(1)] + ", ".join(order) + dump[m.end(1):]
         assert hashlib.sha256(other.encode()).hexdigest() != hashlib.sha256(dump.encode()).hexdigest()
-        assert coco_node.dump_fingerprint(other) == expected
-        assert node_readiness_fp(other) == expected
-        assert gpu_toolkit_fp(other) == expected
+        assert helper.dump_fingerprint(other) == expected
     # containerd's own repeated dumps of one config: one fingerprint
-    again = {coco_node.dump_fingerprint(command_stdout([binary, "--config", str(cfg), "config", "dump"]))
-             for dummy in range(4)}
-    assert again == {expected}
+    assert {helper.dump_fingerprint(dump_of(binary, cfg)) for dummy in range(4)} == {expected}
 
 
-def test_a_change_in_an_imported_file_changes_the_fingerprint(tmp_path, coco_node):
-    if CONTAINERD_1 is None:
-        pytest.fail("no containerd binary: run `make deps`")
+def test_fingerprint_follows_the_content_of_imported_files(tmp_path, helper):
     cfg = write_config(tmp_path, 2, CRI, 2)
-    before = coco_node.dump_fingerprint(command_stdout([CONTAINERD_1, "--config", str(cfg), "config", "dump"]))
+    before = helper.dump_fingerprint(dump_of(CONTAINERD_1, cfg))
     drop = tmp_path / "drop-1.toml"
-    drop.write_text(drop.read_text() + '  privileged_without_host_devices = true\n')
-    after_dump = command_stdout([CONTAINERD_1, "--config", str(cfg), "config", "dump"])
-    after = coco_node.dump_fingerprint(after_dump)
-    assert after != before
-    assert node_readiness_fp(after_dump) == after == gpu_toolkit_fp(after_dump)
-
-
-def test_nested_imports_keys_are_kept(coco_node):
-    """Only the top-level imports line is left out; an indented key of that name is config."""
+    drop.write_text(drop.read_text() + "  privileged_without_host_devices = true\n")
+    assert helper.dump_fingerprint(dump_of(CONTAINERD_1, cfg)) != before
+    # only the top-level imports line is left out; an indented key of that name is config
     a = 'version = 2\nimports = ["/a"]\n[x]\n  imports = ["/b"]'
     b = 'version = 2\nimports = ["/a"]\n[x]\n  imports = ["/c"]'
-    assert coco_node.dump_fingerprint(a) != coco_node.dump_fingerprint(b)
-    assert node_readiness_fp(a) == coco_node.dump_fingerprint(a)
-    assert node_readiness_fp(b) == coco_node.dump_fingerprint(b)
+    assert helper.dump_fingerprint(a) != helper.dump_fingerprint(b)
+
+
+def test_started_after_the_last_change_is_not_pending(tmp_path, node):
+    cfg = write_config(tmp_path, 2, CRI, 1)
+    node.started(time.time() + 60)
+    out = node.pending(cfg)
+    assert out["dump_ok"] and not out["pending"], out
+    assert out["fingerprint"] and "started after" in out["reason"]
+
+
+def test_a_changed_import_makes_a_restart_pending(tmp_path, node):
+    cfg = write_config(tmp_path, 2, CRI, 2)
+    node.started(time.time())
+    touch_later(tmp_path / "drop-1.toml")
+    out = node.pending(cfg)
+    assert out["pending"] and out["newest_path"] == str(tmp_path / "drop-1.toml"), out
+
+
+def test_an_extra_file_counts_too(tmp_path, node):
+    cfg = write_config(tmp_path, 2, CRI, 0)
+    extra = tmp_path / "not-imported-yet.toml"
+    extra.write_text("version = 2\n")
+    node.started(time.time())
+    touch_later(extra)
+    assert not node.pending(cfg)["pending"]
+    assert node.pending(cfg, extra)["pending"]
+
+
+def test_same_effective_config_as_the_recorded_restart_is_not_pending(tmp_path, node):
+    """A comment edit after nodeguard's restart: the files are newer, the effective config is the same."""
+    cfg = write_config(tmp_path, 2, CRI, 0)  # no import: on 1.x a drop-in's CRI table would replace the main one
+    node.started(time.time() - 30)
+    first = node.pending(cfg)
+    node.record(first["fingerprint"])  # what restart.yml writes after its restart
+    cfg.write_text(cfg.read_text() + "# a comment\n")
+    touch_later(cfg)
+    out = node.pending(cfg)
+    assert not out["pending"] and out["fingerprint"] == first["fingerprint"], out
+    # a real change is pending again
+    cfg.write_text(cfg.read_text().replace('runtime_type = "io.containerd.runc.v2"',
+                                           'runtime_type = "io.containerd.runc.v2"\n  privileged_without_host_devices = true'))
+    touch_later(cfg)
+    out = node.pending(cfg)
+    assert out["pending"], json.dumps(out)
+
+
+def test_a_start_after_the_record_voids_it(tmp_path, node):
+    """Killed between its restart and the record, or restarted by hand: the record no longer describes containerd."""
+    cfg = write_config(tmp_path, 2, CRI, 0)
+    node.record(node.pending(cfg)["fingerprint"])
+    node.started(time.time() + 1)  # containerd started after the record was written
+    touch_later(cfg, 5)            # and the file changed after that start
+    out = node.pending(cfg)
+    assert out["pending"] and out["recorded"] == out["fingerprint"], out
+
+
+def test_a_config_containerd_cannot_load_is_pending_and_not_ok(tmp_path, node):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"\n')
+    node.started(time.time() + 60)
+    out = node.pending(cfg)
+    assert out["pending"] and not out["dump_ok"] and str(cfg) in out["reason"], out

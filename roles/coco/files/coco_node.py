@@ -9,10 +9,6 @@ Run with ansible.builtin.script; prints one JSON object; standard library only.
   facts          read-only: containerd version, config version, what the
                  ledger says the owner added, coco's drop-ins and folder,
                  kubectl / kubeconfig / node name
-  pending        read-only: does containerd run the current config? (the
-                 fingerprint recorded by the restart contract at nodeguard's
-                 last restart, or, when there is none, containerd's start time
-                 against the config files' modification times)
   mkdir-dropin   create the drop-in folder, writing a marker FIRST so that
                  uninstall knows coco created it (also after a kill in between)
   write-file     write a drop-in atomically (temporary file in the same
@@ -26,8 +22,6 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import base64
-import datetime
-import glob
 import hashlib
 import json
 import os
@@ -228,99 +222,6 @@ def cmd_facts(args):
     )
 
 
-def systemd_start_time(unit):
-    """When the unit's main process started (seconds since the epoch, microseconds), or 0."""
-    rc, out, _err = run(["systemctl", "show", unit, "--property=ExecMainStartTimestamp", "--value",
-                         "--timestamp=us+utc"], timeout=30)
-    m = re.search(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(\.\d+)?", out) if rc == 0 else None
-    if m:
-        dt = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=datetime.timezone.utc)
-        return dt.timestamp() + (float(m.group(2)) if m.group(2) else 0.0)
-    # older systemd: seconds only; one second earlier, so a change in that second counts as newer
-    rc, out, _err = run(["systemctl", "show", unit, "--property=ExecMainStartTimestamp", "--value",
-                         "--timestamp=unix"], timeout=30)
-    value = out.strip().lstrip("@")
-    try:
-        return float(value) - 1.0 if rc == 0 and value else 0.0
-    except ValueError:
-        return 0.0
-
-
-IMPORTS_LINE_RE = re.compile(r"(?m)^imports = \[.*\]\n?")
-
-
-def dump_fingerprint(dump):
-    """The effective config's fingerprint as the restart contract records it
-    (roles/node_readiness/tasks/restart.yml): sha256 of the dump without its
-    trailing newlines and without the top-level imports line, whose entries
-    containerd 1.6/1.7 print in a random order (measured: three different
-    orders in six runs on 1.6.20); the imported tables are in the dump anyway."""
-    text = IMPORTS_LINE_RE.sub("", dump.rstrip("\r\n"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def config_files(config, extra):
-    """config.toml, every file its imports name (globs expanded, one level deep
-    and their own imports, as containerd reads them), and extra paths."""
-    files, queue, seen = [], [config], set()
-    while queue:
-        path = queue.pop(0)
-        if path in seen:
-            continue
-        seen.add(path)
-        files.append(path)
-        for entry in imports_of(read_text(path)):
-            full = resolve(entry, path)
-            queue.extend(sorted(glob.glob(full)) if any(c in entry for c in "*?[") else [full])
-    for path in extra or []:
-        if path not in seen:
-            files.append(path)
-    return files
-
-
-def cmd_pending(args):
-    """Does containerd run the current config?
-
-    Yes when it started after the last change of any config file (whoever
-    restarted it: another role's handler in the same play, systemd). Else yes
-    only when the effective config equals the fingerprint the restart contract
-    recorded at nodeguard's last restart AND containerd has not started again
-    since that record; otherwise a restart is pending."""
-    containerd = which("containerd") or "containerd"
-    rc, out, err = run([containerd, "--config", args.config, "config", "dump"], timeout=60)
-    if rc != 0:
-        return dict(changed=False, pending=True, reason="containerd config dump failed: %s"
-                    % (err or out).strip()[-300:])
-    started = systemd_start_time(args.unit)
-    newest, newest_path = 0.0, ""
-    for path in config_files(args.config, args.file):
-        try:
-            mtime = os.stat(path).st_mtime
-        except OSError:
-            continue
-        if mtime > newest:
-            newest, newest_path = mtime, path
-    result = dict(changed=False, started=started, newest=newest, newest_path=newest_path, pending=False, reason="")
-    if started > 0 and started > newest:
-        return result   # containerd started after the last change: it runs the current files
-    fingerprint = dump_fingerprint(out)
-    fp_path = os.path.join(args.state_dir, "containerd-started.sha256")
-    recorded = read_text(fp_path)
-    try:
-        recorded_at = os.stat(fp_path).st_mtime
-    except OSError:
-        recorded_at = 0.0
-    result.update(fingerprint=fingerprint, recorded=(recorded or "").strip(), recorded_at=recorded_at)
-    # The restart contract writes the fingerprint right after its restart, so it
-    # describes the running containerd only if containerd has not started again
-    # since (a run killed between its restart and that write, a manual restart).
-    if recorded is not None and recorded_at >= started and recorded.strip() == fingerprint:
-        return result   # changed files, same effective config as the running one
-    result.update(pending=True, reason="%s changed after containerd started and the effective config is not the one "
-                  "containerd was last started with by nodeguard" % newest_path)
-    return result
-
-
 def cmd_mkdir_dropin(args):
     if os.path.isdir(args.dir):
         return dict(changed=False, dir=args.dir)
@@ -423,11 +324,6 @@ def main(argv=None):
     p.add_argument("--kubectl", default="")
     p.add_argument("--kubeconfig", action="append")
     p.add_argument("--node-name", default="")
-    p = sub.add_parser("pending")
-    p.add_argument("--config", required=True)
-    p.add_argument("--state-dir", required=True)
-    p.add_argument("--unit", default="containerd")
-    p.add_argument("--file", action="append")
     p = sub.add_parser("mkdir-dropin")
     p.add_argument("--dir", required=True)
     p.add_argument("--marker", required=True)
@@ -442,7 +338,7 @@ def main(argv=None):
     p.add_argument("--dir", default="")
     p.add_argument("--marker", default="")
     args = parser.parse_args(argv)
-    handlers = {"facts": cmd_facts, "pending": cmd_pending, "mkdir-dropin": cmd_mkdir_dropin,
+    handlers = {"facts": cmd_facts, "mkdir-dropin": cmd_mkdir_dropin,
                 "write-file": cmd_write_file, "remove-dropins": cmd_remove_dropins}
     if args.cmd not in handlers:
         parser.print_usage(sys.stderr)
