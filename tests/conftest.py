@@ -2,6 +2,7 @@
 """Shared fixtures: the collection on sys.path, modules run the way Ansible
 runs them, and the real containerd binaries that judge every result."""
 
+import importlib.util
 import json
 import os
 import shutil
@@ -239,3 +240,13 @@ def containerd_daemon():
     for d in started:
         d.stop()
         shutil.rmtree(d.base, ignore_errors=True)
+
+
+@pytest.fixture(scope='module')
+def nr():
+    """roles/node_readiness/files/nodeguard_readiness.py (a script the role copies to the node) as a module."""
+    path = os.path.join(REPO, 'roles', 'node_readiness', 'files', 'nodeguard_readiness.py')
+    spec = importlib.util.spec_from_file_location('nodeguard_readiness', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -9,25 +9,14 @@ tests/standins.
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import stat
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HELPER = os.path.join(REPO, "roles", "node_readiness", "files", "nodeguard_readiness.py")
 CRI = "io.containerd.grpc.v1.cri"
 RUNC = ["plugins", CRI, "containerd", "runtimes", "runc"]
-
-
-@pytest.fixture(scope="module")
-def nr():
-    spec = importlib.util.spec_from_file_location("nodeguard_readiness", HELPER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def args(**kw):

@@ -9,7 +9,6 @@ line of the dump in a random order, so the fingerprint leaves it out.
 """
 
 import hashlib
-import importlib.util
 import itertools
 import json
 import os
@@ -30,14 +29,6 @@ SYSTEMCTL = """#!/bin/sh
 # stand-in: systemctl show containerd --property=ExecMainStartTimestamp --value --timestamp=us+utc
 cat "$(dirname "$0")/started"
 """
-
-
-@pytest.fixture(scope="module")
-def helper():
-    spec = importlib.util.spec_from_file_location("nodeguard_readiness", HELPER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -98,12 +89,12 @@ def touch_later(path, seconds=2.0):
     pytest.param(CONTAINERD_1, 2, CRI, id="containerd-1.x"),
     pytest.param(CONTAINERD_2, 3, CRI_V3, id="containerd-2.x"),
 ])
-def test_fingerprint_ignores_the_order_of_the_imports_line(tmp_path, helper, binary, version, table):
+def test_fingerprint_ignores_the_order_of_the_imports_line(tmp_path, nr, binary, version, table):
     if binary is None:
         pytest.fail("no containerd binary: run `make deps`")
     cfg = write_config(tmp_path, version, table, 3)
     dump = dump_of(binary, cfg)
-    expected = helper.dump_fingerprint(dump)
+    expected = nr.dump_fingerprint(dump)
     m = re.search(r"(?m)^imports = \[(.*)\]$", dump)
     assert m, "the dump has no imports line"
     entries = m.group(1).split(", ")
@@ -111,21 +102,21 @@ def test_fingerprint_ignores_the_order_of_the_imports_line(tmp_path, helper, bin
     for order in list(itertools.permutations(entries))[1:]:
         other = dump[:m.start(1)] + ", ".join(order) + dump[m.end(1):]
         assert hashlib.sha256(other.encode()).hexdigest() != hashlib.sha256(dump.encode()).hexdigest()
-        assert helper.dump_fingerprint(other) == expected
+        assert nr.dump_fingerprint(other) == expected
     # containerd's own repeated dumps of one config: one fingerprint
-    assert {helper.dump_fingerprint(dump_of(binary, cfg)) for dummy in range(4)} == {expected}
+    assert {nr.dump_fingerprint(dump_of(binary, cfg)) for dummy in range(4)} == {expected}
 
 
-def test_fingerprint_follows_the_content_of_imported_files(tmp_path, helper):
+def test_fingerprint_follows_the_content_of_imported_files(tmp_path, nr):
     cfg = write_config(tmp_path, 2, CRI, 2)
-    before = helper.dump_fingerprint(dump_of(CONTAINERD_1, cfg))
+    before = nr.dump_fingerprint(dump_of(CONTAINERD_1, cfg))
     drop = tmp_path / "drop-1.toml"
     drop.write_text(drop.read_text() + "  privileged_without_host_devices = true\n")
-    assert helper.dump_fingerprint(dump_of(CONTAINERD_1, cfg)) != before
+    assert nr.dump_fingerprint(dump_of(CONTAINERD_1, cfg)) != before
     # only the top-level imports line is left out; an indented key of that name is config
     a = 'version = 2\nimports = ["/a"]\n[x]\n  imports = ["/b"]'
     b = 'version = 2\nimports = ["/a"]\n[x]\n  imports = ["/c"]'
-    assert helper.dump_fingerprint(a) != helper.dump_fingerprint(b)
+    assert nr.dump_fingerprint(a) != nr.dump_fingerprint(b)
 
 
 def test_started_after_the_last_change_is_not_pending(tmp_path, node):
