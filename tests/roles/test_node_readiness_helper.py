@@ -13,8 +13,6 @@ import json
 import os
 import stat
 
-import pytest
-
 CRI = "io.containerd.grpc.v1.cri"
 RUNC = ["plugins", CRI, "containerd", "runtimes", "runc"]
 
