@@ -36,8 +36,6 @@ import tempfile
 import time
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
-    FileLock,
-    LockTimeout,
     fsync_dir,
     read_bytes,
     sha256_bytes,
@@ -45,6 +43,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic impor
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
     ConfigError,
     TomlParseError,
+    lock_or_fail,
     parse_error_message,
     parse_toml,
     split_bom,
@@ -352,13 +351,8 @@ class Store(object):
                 if exc.errno != errno.EEXIST:
                     raise ConfigError('cannot create the baseline store %s (%s). Fix: run as root (become: true) '
                                       'or set store to a writable folder.' % (self.root, exc.strerror), key='store')
-        try:
-            self._lock = FileLock(self.folder, timeout).acquire()
-        except LockTimeout as exc:
-            raise ConfigError(str(exc), key='lock_timeout')
-        except (IOError, OSError) as exc:
-            raise ConfigError('cannot lock the baseline store %s (%s). Fix: run as root (become: true).'
-                              % (self.root, exc.strerror), key='store')
+        self._lock = lock_or_fail(self.folder, timeout, key='store',
+                                  fix='Fix: run as root (become: true) or set store to a writable folder.')
         return self._lock
 
     def unlock(self):

@@ -29,8 +29,6 @@ import stat
 import tempfile
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
-    FileLock,
-    LockTimeout,
     atomic_write,
     clean_stale_temps,
     read_bytes,
@@ -45,6 +43,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline imp
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
     ConfigDocument,
     ConfigError,
+    lock_or_fail,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
@@ -180,10 +179,7 @@ def restore(module, ctx, baseline, path, target, overrides):
         if not os.path.isdir(folder) and not module.check_mode:
             os.makedirs(folder, 0o755)   # the config's folder went too: the restore brings it back
         if os.path.isdir(folder):
-            try:
-                lock = FileLock(target, params['lock_timeout']).acquire()
-            except LockTimeout as exc:
-                raise ConfigError(str(exc), key='lock_timeout')
+            lock = lock_or_fail(target, params['lock_timeout'])
             clean_stale_temps(target)
         tree = validate_candidate(ctx, params.get('validate'), path, files)
         plans = []

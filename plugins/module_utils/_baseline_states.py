@@ -13,8 +13,6 @@ import re
 import traceback
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
-    FileLock,
-    LockTimeout,
     read_bytes,
     sha256_bytes,
 )
@@ -41,6 +39,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     ConfigError,
     Layout,
     detect_version,
+    lock_or_fail,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
     Context,
@@ -95,13 +94,7 @@ def _containerd_info(ctx):
 def _config_lock(module, path):
     if not os.path.isdir(os.path.dirname(path)):
         return None
-    try:
-        return FileLock(path, module.params['lock_timeout']).acquire()
-    except LockTimeout as exc:
-        raise ConfigError(str(exc), key='lock_timeout')
-    except (IOError, OSError) as exc:
-        raise ConfigError('cannot create the lock file beside %s (%s). Fix: run as root (become: true).'
-                          % (path, exc.strerror))
+    return lock_or_fail(path, module.params['lock_timeout'])
 
 
 def _require(store, baseline, path):

@@ -12,6 +12,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
+    FileLock,
+    LockTimeout,
+    lock_path_for,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
     TomlLayoutError,
     TomlText,
@@ -45,6 +50,17 @@ class ConfigError(Exception):
     def __init__(self, msg, **details):
         super(ConfigError, self).__init__(msg)
         self.details = details
+
+
+def lock_or_fail(path, timeout, create=True, fix='Fix: run as root (become: true).', key='path'):
+    """Take the lock beside path; a timeout or a lock file that cannot be
+    opened becomes a ConfigError that names the lock file and the fix."""
+    try:
+        return FileLock(path, timeout, create=create).acquire()
+    except LockTimeout as exc:
+        raise ConfigError(str(exc), key='lock_timeout')
+    except (IOError, OSError) as exc:
+        raise ConfigError('cannot lock %s: %s (%s). %s' % (path, lock_path_for(path), exc.strerror, fix), key=key)
 
 
 class Layout(object):

@@ -20,8 +20,6 @@ import time
 import traceback
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
-    FileLock,
-    LockTimeout,
     atomic_write,
     clean_stale_temps,
     commit_temp,
@@ -37,6 +35,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     ConfigDocument,
     ConfigError,
     bom_refused_message,
+    lock_or_fail,
     split_bom,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import (
@@ -254,13 +253,9 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
                 pass
             else:
                 os.makedirs(folder, 0o755)
-        try:
-            lock = FileLock(path, params['lock_timeout'], create=not module.check_mode).acquire()
-        except (IOError, OSError) as exc:
-            raise ConfigError('cannot create the lock file beside %s (%s). Nothing was written. Fix: run as a '
-                              'user who may write to %s (become: true).' % (path, exc.strerror, folder))
-        except LockTimeout as exc:
-            raise ConfigError(str(exc), key='lock_timeout')
+        lock = lock_or_fail(path, params['lock_timeout'], create=not module.check_mode,
+                            fix='Nothing was written. Fix: run as a user who may write to %s (become: true); '
+                                'if the lock file is not a regular file, remove it.' % folder)
         clean_stale_temps(path)
         for _attempt in range(MAX_ATTEMPTS):
             original = _read_settled(path)

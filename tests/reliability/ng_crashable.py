@@ -120,7 +120,7 @@ def install():
         _atomic.fsync_dir(os.path.dirname(path) or '.')
         point('committed')
 
-    real_acquire = _engine.FileLock.acquire
+    real_acquire = _atomic.FileLock.acquire
 
     def acquire(self):
         point('lock_wait')
@@ -128,7 +128,7 @@ def install():
         point('locked')
         return out
 
-    _engine.FileLock.acquire = acquire
+    _atomic.FileLock.acquire = acquire
     _engine.write_temp = write_temp
     _engine.remove_quietly = remove_quietly
     _engine.run_validate = run_validate
