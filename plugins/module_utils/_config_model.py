@@ -187,10 +187,14 @@ def detect_version(path, data):
 
 
 class ConfigDocument(object):
-    """config.toml as read: text, data, version and layout, ready for edits."""
+    """config.toml as read: text, data, version and layout, ready for edits.
+
+    A leading byte order mark is not part of the text (bom says it was
+    there): whoever writes the file decides whether to put it back."""
 
     def __init__(self, path, text):
         self.path = path
+        text, self.bom = split_bom(text)
         self.original_text = text
         try:
             data = parse_toml(text)

@@ -663,9 +663,10 @@ class TomlText(object):
         src, dst = tuple(src), tuple(dst)
         self._refuse_inside_inline(dst)
         heads = self._subtree_headers(src)
-        if not heads:
-            # src is written with dotted keys or inline: no text to copy, so
-            # write its values out as sections of their own
+        if self.find_header(src) is None:
+            # src is written with dotted keys or inline (maybe with [src.x]
+            # sections of its own): no one text to copy, so write its values
+            # out as sections
             table = get_in(self.data, src)
             if not isinstance(table, dict):
                 raise TomlLayoutError('[%s] is not a table' % dotted_path(src))

@@ -95,3 +95,23 @@ def test_1x_imports_a_file_with_a_mark(run_module, workdir):
     res = run_module('containerd_imports', path=path, imports=[drop], owner='coco')
     assert res['changed']
     assert_containerd_accepts(path, CONTAINERD_1)
+
+
+def test_1x_snapshot_check_repair_restore_of_a_file_with_a_mark(run_module, workdir):
+    """The roles take a baseline first: containerd_baseline must read such a file too, and give its bytes back."""
+    assert CONTAINERD_1, 'run make deps'
+    path = with_bom(workdir, 'config.toml', fixture_text('v2_kubeadm.toml'))
+    original = read(path, 'rb')
+    base = dict(path=path, store=os.path.join(workdir, 'baselines'))
+    assert run_module('containerd_baseline', state='snapshot', **base)['changed']
+    # runc's SystemdCgroup flipped by hand: check names it, repair puts it back, keeping the mark
+    with open(path, 'wb') as f:
+        f.write(original.replace(b'SystemdCgroup = true', b'SystemdCgroup = false', 1))
+    failed = run_module('containerd_baseline', state='check', expect_fail=True, **base)
+    assert 'runtimes.runc' in failed['msg'] and 'drifted' in failed['msg']
+    run_module('containerd_baseline', state='repair', **base)
+    assert read(path, 'rb') == original
+    # restore gives the bytes back after a runtime was added
+    run_module('containerd_runtime', path=path, name='nvidia', owner='gpu', options={'BinaryName': NVIDIA_BIN})
+    assert run_module('containerd_baseline', state='restore', **base)['changed']
+    assert read(path, 'rb') == original

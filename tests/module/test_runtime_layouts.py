@@ -78,3 +78,17 @@ def test_inline_runtimes_table_is_refused_with_the_fix(run_module, config):
     assert path in msg and 'inline table' in msg and 'containerd.runtimes' in msg
     assert 'rewrite' in msg and 'Nothing was written' in msg
     assert read(path) == INLINE
+
+
+def test_inherit_from_dotted_keys_plus_an_options_section(run_module, config):
+    """runc's type by dotted key, its options in a [..runc.options] section of their own: all of it is copied."""
+    text = V2.replace('  runtimes.runc.options.SystemdCgroup = true\n', '') + (
+        '\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroup = true\n')
+    path = config(text)
+    run_module('containerd_runtime', path=path, name='nvidia', owner='gpu', inherit='runc',
+               options={'BinaryName': NVIDIA_BIN})
+    nvidia = runtimes(path, 'io.containerd.grpc.v1.cri')['nvidia']
+    assert nvidia['runtime_type'] == 'io.containerd.runc.v2'
+    assert nvidia['options']['SystemdCgroup'] is True and nvidia['options']['BinaryName'] == NVIDIA_BIN
+    run_module('containerd_runtime', path=path, name='nvidia', owner='gpu', state='absent')
+    assert read(path) == text

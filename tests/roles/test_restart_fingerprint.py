@@ -8,6 +8,7 @@ reports the start time each test sets. containerd 1.6/1.7 print the imports
 line of the dump in a random order, so the fingerprint leaves it out.
 """
 
+import argparse
 import hashlib
 import itertools
 import json
@@ -26,8 +27,8 @@ HELPER = os.path.join(REPO, "roles", "node_readiness", "files", "nodeguard_readi
 CRI = 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes'
 CRI_V3 = 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes'
 SYSTEMCTL = """#!/bin/sh
-# stand-in: systemctl show containerd --property=ExecMainStartTimestamp --value --timestamp=us+utc
-cat "$(dirname "$0")/started"
+# stand-in: systemctl show containerd --property=ActiveState,ExecMainStartTimestampMonotonic
+cat "$(dirname "$0")/show"
 """
 
 
@@ -42,9 +43,13 @@ def node(tmp_path):
     state.mkdir()
 
     class Node(object):
-        def started(self, epoch):
-            stamp = time.strftime("%a %Y-%m-%d %H:%M:%S", time.gmtime(epoch)) + ".%06d UTC" % int((epoch % 1) * 1e6)
-            (bin_dir / "started").write_text(stamp + "\n")
+        bin_dir = str(tmp_path / "bin")
+        state_dir = str(tmp_path / "state")
+
+        def started(self, epoch, active="active"):
+            """systemd's view: the unit's state, and its start on the monotonic clock (µs)."""
+            mono = int((time.monotonic() - (time.time() - epoch)) * 1e6)
+            (bin_dir / "show").write_text("ActiveState=%s\nExecMainStartTimestampMonotonic=%d\n" % (active, mono))
 
         def pending(self, config, *extra, binary=CONTAINERD_1):
             argv = [sys.executable, HELPER, "--containerd", binary, "pending", "--config", str(config),
@@ -179,3 +184,52 @@ def test_a_config_containerd_cannot_load_is_pending_and_not_ok(tmp_path, node):
     node.started(time.time() + 60)
     out = node.pending(cfg)
     assert out["pending"] and not out["dump_ok"] and str(cfg) in out["reason"], out
+
+
+def test_containerd_not_running_is_pending(tmp_path, node):
+    cfg = write_config(tmp_path, 2, CRI, 0)
+    node.started(time.time() + 60, active="failed")
+    out = node.pending(cfg)
+    assert out["pending"] and "not running" in out["reason"] and out["active_state"] == "failed", out
+
+
+def test_an_unreadable_import_leaves_the_decision_to_the_fingerprint(tmp_path, node, nr, monkeypatch):
+    """File times cannot vouch for a drop-in the walk could not read: no shortcut, the fingerprint decides."""
+    cfg = write_config(tmp_path, 2, CRI, 0)
+    node.started(time.time() + 60)
+    monkeypatch.setenv("PATH", node.bin_dir + os.pathsep + os.environ["PATH"])
+    monkeypatch.setattr(nr, "walk_imports", lambda path: ([], ["%s: cannot read an import" % path]))
+    args = argparse.Namespace(containerd=CONTAINERD_1, config=str(cfg), state_dir=node.state_dir, unit="containerd",
+                              file=[])
+    out = nr.do_pending(args)
+    assert out["walk_errors"] and out["pending"], out
+    node.record(out["fingerprint"])  # as restart.yml does after a restart, i.e. after containerd started
+    later = time.time() + 120
+    os.utime(os.path.join(node.state_dir, "containerd-started.sha256"), (later, later))
+    assert not nr.do_pending(args)["pending"]
+
+
+def test_a_file_deleted_from_a_glob_import_is_seen_through_its_folder(tmp_path, node):
+    conf_d = tmp_path / "conf.d"
+    conf_d.mkdir()
+    (conf_d / "a.toml").write_text('version = 2\n[proxy_plugins.a]\n  type = "snapshot"\n  address = "/run/a.sock"\n')
+    (conf_d / "b.toml").write_text('version = 2\n[proxy_plugins.b]\n  type = "snapshot"\n  address = "/run/b.sock"\n')
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('version = 2\nimports = ["%s/*.toml"]\n' % conf_d)
+    node.started(time.time() + 1)
+    time.sleep(1.5)
+    (conf_d / "b.toml").unlink()  # no remaining file changes; the folder does
+    out = node.pending(cfg)
+    assert out["pending"] and out["newest_path"] == str(conf_d), out
+
+
+def test_the_record_is_rewritten_so_its_time_is_the_last_restart(tmp_path, nr):
+    """Same fingerprint after a reboot: the record's time must still move (pending compares it with the start)."""
+    state = tmp_path / "state"
+    path = nr.record_fingerprint(str(state), "ab" * 32)
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    nr.record_fingerprint(str(state), "ab" * 32)
+    assert os.stat(path).st_mtime > old + 3000
+    assert open(path).read() == "ab" * 32 + "\n"
+    assert oct(os.stat(path).st_mode & 0o777) == oct(0o600)

@@ -26,7 +26,6 @@ object on stdout. Standard library only (Python 3.6+); TOML is read with
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import datetime
 import glob
 import hashlib
 import json
@@ -82,7 +81,11 @@ def find_binary(name, explicit=None):
 
 
 def load_toml(text):
-    """Parse TOML text to plain dicts; raise ValueError on bad TOML."""
+    """Parse TOML text to plain dicts; raise ValueError on bad TOML.
+
+    A leading UTF-8 byte order mark is skipped, as containerd 1.x does."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
     try:
         import tomllib  # Python 3.11+
 
@@ -255,6 +258,9 @@ def do_wait(args):
         if exec_start:
             up_for = round(now - exec_start, 3)
     ok = first_ok is not None
+    recorded = None
+    if ok and getattr(args, "record_fingerprint", None):
+        recorded = record_fingerprint(args.state_dir, args.record_fingerprint)
     if ok:
         msg = "containerd active, CRI plugins ok after %.2f s of waiting" % (now - start)
     elif start_limit_hit:
@@ -297,8 +303,26 @@ def do_wait(args):
             "up_for_seconds": up_for,
             "cri_plugins": cri,
             "containerd_version": version,
+            "recorded": recorded,
         }
     )
+
+
+def record_fingerprint(state_dir, fingerprint):
+    """Write the restart contract's record, always anew: its time is when
+    containerd was last seen running this config (see do_pending)."""
+    if not os.path.isdir(state_dir):
+        os.makedirs(state_dir, 0o700)
+    path = os.path.join(state_dir, "containerd-started.sha256")
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, (fingerprint + "\n").encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, path)
+    return path
 
 
 # ------------------------------------------------------------------ inspect
@@ -354,30 +378,28 @@ def dump_fingerprint(dump):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def unit_start_time(unit):
-    """When the unit's main process started (epoch seconds), or 0.0."""
-    rc, out, err = run(["systemctl", "show", unit, "--property=ExecMainStartTimestamp", "--value",
-                        "--timestamp=us+utc"], timeout=30)
-    match = re.search(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(\.\d+)?", out) if rc == 0 else None
-    if match:
-        when = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=datetime.timezone.utc)
-        return when.timestamp() + (float(match.group(2)) if match.group(2) else 0.0)
-    # older systemd: whole seconds; one second earlier, so a change in that second counts as newer
-    rc, out, err = run(["systemctl", "show", unit, "--property=ExecMainStartTimestamp", "--value",
-                        "--timestamp=unix"], timeout=30)
-    value = out.strip().lstrip("@")
+def unit_state(unit):
+    """(ActiveState, when the unit's main process started in epoch seconds or 0.0).
+
+    The start comes from ExecMainStartTimestampMonotonic, which every systemd
+    has, against this machine's monotonic clock (containers share the host's)."""
+    state = systemd_show(unit, ["ActiveState", "ExecMainStartTimestampMonotonic"])
     try:
-        return float(value) - 1.0 if rc == 0 and value else 0.0
+        mono = int(state.get("ExecMainStartTimestampMonotonic") or 0) / 1e6
     except ValueError:
-        return 0.0
+        mono = 0.0
+    started = time.time() - (time.monotonic() - mono) if mono > 0 else 0.0
+    return state.get("ActiveState") or "unknown", started
 
 
 def do_pending(args):
     """Does containerd run the current config?
 
-    Yes when it started after the last change of the config, every file it
-    imports and the extra files (whoever restarted it: another role's handler
-    in the same play, systemd, an operator). Else yes only when the effective
+    No when it is not running. Yes when it started after the last change of
+    the config, every file it imports (and the folders of glob imports) and
+    the extra files, and every import could be read (whoever restarted it:
+    another role's handler in the same play, systemd, an operator). Else yes
+    only when the effective
     config has the fingerprint nodeguard recorded at its last restart AND
     containerd has not started again since that record (a run killed between
     its restart and the record, a manual restart). Otherwise a restart is
@@ -392,11 +414,20 @@ def do_pending(args):
                       % (args.config, (err or out).strip()[-400:]))
         return result
     result["fingerprint"] = dump_fingerprint(out)
-    started = unit_start_time(args.unit)
+    active, started = unit_state(args.unit)
+    result.update(active_state=active, started=started)
+    if active != "active":
+        result.update(pending=True, reason="%s is not running (ActiveState=%s)" % (args.unit, active))
+        return result
     files = [os.path.abspath(args.config)]
-    entries, dummy = walk_imports(args.config)
+    entries, walk_errors = walk_imports(args.config)
     for entry in entries:
-        files.extend(sorted(glob.glob(entry["path"])) if entry["glob"] else [entry["path"]])
+        if entry["glob"]:
+            # a file matched by a glob that was deleted or renamed changes only its folder
+            files.append(os.path.dirname(entry["path"]))
+            files.extend(sorted(glob.glob(entry["path"])))
+        else:
+            files.append(entry["path"])
     files.extend(args.file or [])
     newest, newest_path = 0.0, ""
     for path in files:
@@ -406,8 +437,10 @@ def do_pending(args):
             continue
         if mtime > newest:
             newest, newest_path = mtime, path
-    result.update(started=started, newest=newest, newest_path=newest_path)
-    if started > 0 and started > newest:
+    result.update(newest=newest, newest_path=newest_path, walk_errors=walk_errors)
+    # File times decide only when every import could be read (an unreadable
+    # drop-in may have changed unseen); the fingerprint decides otherwise.
+    if started > 0 and started > newest and not walk_errors:
         result["reason"] = "containerd started after the last change of its config files"
         return result
     fp_path = os.path.join(args.state_dir, "containerd-started.sha256")
@@ -935,6 +968,8 @@ def main(argv=None):
     wait.add_argument("--interval", type=float, default=0.1)
     wait.add_argument("--address", default="/run/containerd/containerd.sock")
     wait.add_argument("--reset-failed", action="store_true")
+    wait.add_argument("--record-fingerprint", default=None, help="once ready, record this as the restart contract's fingerprint")
+    wait.add_argument("--state-dir", default="/var/lib/nodeguard")
 
     inspect = sub.add_parser("inspect")
     inspect.add_argument("--config", default="/etc/containerd/config.toml")
