@@ -233,3 +233,18 @@ def test_the_record_is_rewritten_so_its_time_is_the_last_restart(tmp_path, nr):
     assert os.stat(path).st_mtime > old + 3000
     assert open(path).read() == "ab" * 32 + "\n"
     assert oct(os.stat(path).st_mode & 0o777) == oct(0o600)
+
+
+def test_a_copy_that_keeps_the_old_time_is_still_a_change(tmp_path, node):
+    """cp -p over the config after containerd started: the mtime is old, the inode change time is not."""
+    cfg = write_config(tmp_path, 2, CRI, 0)
+    old = time.time() - 3600
+    os.utime(str(cfg), (old, old))
+    node.started(time.time() - 1)
+    time.sleep(1.2)
+    cfg.write_text(cfg.read_text().replace('runtime_type = "io.containerd.runc.v2"',
+                                           'runtime_type = "io.containerd.runc.v2"\n  privileged_without_host_devices = true'))
+    os.utime(str(cfg), (old, old))  # what cp -p / copystat leave
+    out = node.pending(cfg)
+    assert out["pending"], out
+

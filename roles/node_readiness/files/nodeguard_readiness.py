@@ -432,11 +432,13 @@ def do_pending(args):
     newest, newest_path = 0.0, ""
     for path in files:
         try:
-            mtime = os.stat(path).st_mtime
+            st = os.stat(path)
         except OSError:
             continue
-        if mtime > newest:
-            newest, newest_path = mtime, path
+        # ctime too: a copy that keeps the old mtime (cp -p) still changes it
+        changed = max(st.st_mtime, st.st_ctime)
+        if changed > newest:
+            newest, newest_path = changed, path
     result.update(newest=newest, newest_path=newest_path, walk_errors=walk_errors)
     # File times decide only when every import could be read (an unreadable
     # drop-in may have changed unseen); the fingerprint decides otherwise.
