@@ -247,4 +247,3 @@ def test_a_copy_that_keeps_the_old_time_is_still_a_change(tmp_path, node):
     os.utime(str(cfg), (old, old))  # what cp -p / copystat leave
     out = node.pending(cfg)
     assert out["pending"], out
-
