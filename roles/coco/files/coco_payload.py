@@ -35,6 +35,7 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import hashlib
+import io
 import json
 import os
 import sys
@@ -68,22 +69,8 @@ def fsync_dir(path):
 
 
 def atomic_write(path, data, mode):
-    folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".ng-tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(folder)
+    """Write bytes atomically (see atomic_write_stream)."""
+    atomic_write_stream(path, io.BytesIO(data), mode)
 
 
 def atomic_symlink(path, target):
@@ -248,7 +235,7 @@ def same_content(path, tar, member):
 
 
 def atomic_write_stream(path, src, mode):
-    """atomic_write for a stream: temporary file in the folder, copied, flushed, renamed."""
+    """Write a stream atomically: temporary file in the folder, copied, flushed, renamed, folder flushed."""
     folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".ng-tmp", dir=folder)
     try:
