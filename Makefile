@@ -181,6 +181,7 @@ demo-clean:
 bench: deps collection
 	@shopt -s nullglob; ran=0; \
 	for b in bench/*.py bench/*.sh; do \
+		case "$$(basename $$b)" in _*) continue ;; esac; \
 		ran=1; \
 		case "$$b" in \
 			*.py) $(STAGE) bench-$$(basename $$b) $(VENV)/bin/python $$b ;; \

@@ -26,7 +26,8 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _common import collections_path
+
 WORKERS = int(os.environ.get('NG_BENCH_WORKERS', '8'))
 EDITS = int(os.environ.get('NG_BENCH_EDITS', '25'))
 HOLD_MS = float(os.environ.get('NG_BENCH_HOLD_MS', '20'))
@@ -78,18 +79,11 @@ print(json.dumps({"waits": waits, "spans": spans}))
 '''
 
 
-def collections_root():
-    root = os.path.join(REPO, 'build', 'collections')
-    if not os.path.isdir(os.path.join(root, 'ansible_collections', 'nodeguard', 'containerd')):
-        sys.exit('run `make collection` first (build/collections)')
-    return root
-
-
 def one_round(way, folder):
     path = os.path.join(folder, 'config.toml')
     start_at = time.time() + 0.5
     argv = [sys.executable, '-c', WORKER, way, path, str(EDITS), str(HOLD_MS), str(GAP_MS), repr(start_at),
-            collections_root()]
+            collections_path()]
     procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, universal_newlines=True) for dummy in range(WORKERS)]
     results = []
     for p in procs:

@@ -29,20 +29,12 @@ import tempfile
 import time
 from datetime import datetime
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _common import REPO, collections_path
+
 REPS = int(os.environ.get('NG_BENCH_REPS', '7'))
 FIXTURE = os.path.join(REPO, 'tests', 'fixtures', 'v2_kubeadm.toml')
 NV = '/usr/bin/nvidia-container-runtime'
 CONTAINERD = shutil.which('containerd') or '/usr/bin/containerd'
-
-
-def collections_path():
-    root = os.path.join(REPO, 'build', 'collections')
-    link = os.path.join(root, 'ansible_collections', 'nodeguard', 'containerd')
-    if not os.path.exists(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(os.path.relpath(REPO, os.path.dirname(link)), link)
-    return root
 
 
 def ansible_playbook():

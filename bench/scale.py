@@ -25,7 +25,8 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _common import REPO, collections_path
+
 SIZES = [int(x) for x in os.environ.get('NG_BENCH_SIZES', '10,100,1000,5000').split(',')]
 REPS = int(os.environ.get('NG_BENCH_REPS', '3'))
 CRI = 'io.containerd.grpc.v1.cri'
@@ -35,15 +36,6 @@ RUNTIME = ('\n        [plugins."{cri}".containerd.runtimes.rt-{i}]\n'
            '          privileged_without_host_devices = false\n          base_runtime_spec = ""\n'
            '          [plugins."{cri}".containerd.runtimes.rt-{i}.options]\n'
            '            BinaryName = "/opt/rt-{i}/bin/runtime"\n            SystemdCgroup = true\n')
-
-
-def collections_path():
-    root = os.path.join(REPO, 'build', 'collections')
-    link = os.path.join(root, 'ansible_collections', 'nodeguard', 'containerd')
-    if not os.path.exists(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(os.path.relpath(REPO, os.path.dirname(link)), link)
-    return root
 
 
 def config_text(n):
