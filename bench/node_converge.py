@@ -36,7 +36,8 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _common import REPO, collections_path
+
 IMAGE = os.environ.get('NG_BENCH_IMAGE', 'localhost/ng-node:bookworm')
 NAME = 'ng-bench-converge-%d' % os.getpid()
 KEEP = os.environ.get('NG_BENCH_KEEP') == '1'
@@ -192,7 +193,7 @@ def main():
                                     'gpu_toolkit_runtime_binary': '/usr/local/bin/nvidia-container-runtime'}}}, f)
     env = dict(os.environ, MOLECULE_PROJECT_DIRECTORY=REPO, MOLECULE_EPHEMERAL_DIRECTORY=work,
                ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, 'build', 'collections'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR='1',
                ANSIBLE_FORCE_COLOR='0')
     try:
         start_node()
