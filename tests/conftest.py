@@ -83,6 +83,19 @@ def assert_containerd_accepts(path, binary=None):
     return out
 
 
+def module_result(module, proc):
+    """A finished module process's JSON result, with warnings as plain strings."""
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError('module %s printed no JSON (rc=%s)\nstdout: %s\nstderr: %s'
+                             % (module, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
+    # ansible-core 2.19 returns warnings as structured summaries
+    result['warnings'] = [w['event']['msg'] if isinstance(w, dict) else w
+                          for w in result.get('warnings', [])]
+    return result
+
+
 class ModuleRunner(object):
     """Run a module as Ansible does: `python module.py args.json`, JSON out."""
 
@@ -114,14 +127,7 @@ class ModuleRunner(object):
         proc = subprocess.run(
             [sys.executable, '-m', 'ansible_collections.nodeguard.containerd.plugins.modules.' + _module, argfile],
             capture_output=True, text=True, env=environ, timeout=300, check=False)
-        try:
-            result = json.loads(proc.stdout)
-        except ValueError:
-            raise AssertionError('module %s printed no JSON (rc=%s)\nstdout: %s\nstderr: %s'
-                                 % (_module, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
-        # ansible-core 2.19 returns warnings as structured summaries
-        result['warnings'] = [w['event']['msg'] if isinstance(w, dict) else w
-                              for w in result.get('warnings', [])]
+        result = module_result(_module, proc)
         failed = bool(result.get('failed'))
         if failed != expect_fail:
             raise AssertionError('module %s %s: %s' % (_module, 'failed' if failed else 'did not fail',
@@ -242,11 +248,13 @@ def containerd_daemon():
         shutil.rmtree(d.base, ignore_errors=True)
 
 
+READINESS_HELPER = os.path.join(REPO, 'roles', 'node_readiness', 'files', 'nodeguard_readiness.py')
+
+
 @pytest.fixture(scope='module')
 def nr():
     """roles/node_readiness/files/nodeguard_readiness.py (a script the role copies to the node) as a module."""
-    path = os.path.join(REPO, 'roles', 'node_readiness', 'files', 'nodeguard_readiness.py')
-    spec = importlib.util.spec_from_file_location('nodeguard_readiness', path)
+    spec = importlib.util.spec_from_file_location('nodeguard_readiness', READINESS_HELPER)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from conftest import COLLECTIONS_ROOT
+from conftest import COLLECTIONS_ROOT, module_result
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CRASHABLE = os.path.join(HERE, 'ng_crashable.py')
@@ -73,14 +73,7 @@ class Runner(object):
                               env=self.env(env), timeout=timeout, check=False)
         took = time.monotonic() - start
         os.unlink(argfile)
-        try:
-            result = json.loads(proc.stdout)
-        except ValueError:
-            raise AssertionError('module %s printed no JSON (rc=%s)\nstdout: %s\nstderr: %s'
-                                 % (module, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
-        result['warnings'] = [w['event']['msg'] if isinstance(w, dict) else w
-                              for w in result.get('warnings', [])]
-        return result, took
+        return module_result(module, proc), took
 
     def spawn(self, module, args, crash_at=None, env=None):
         """Start the module through the crash wrapper; points arrive on .sync (a pipe)."""

@@ -20,10 +20,8 @@ import time
 
 import pytest
 
-from conftest import CONTAINERD_1, CONTAINERD_2
+from conftest import CONTAINERD_1, CONTAINERD_2, READINESS_HELPER as HELPER
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HELPER = os.path.join(REPO, "roles", "node_readiness", "files", "nodeguard_readiness.py")
 CRI = 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes'
 CRI_V3 = 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes'
 SYSTEMCTL = """#!/bin/sh
