@@ -87,7 +87,9 @@ $(STAMPS)/venv.stamp: requirements-dev.txt
 	@mkdir -p $(@D)
 	@if [ ! -x $(VENV)/bin/python ]; then $(PYTHON) -m venv $(VENV); fi
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
-	@$(VENV)/bin/ansible --version | head -n1
+	@# Read the whole output: a reader that quits early (head) makes ansible die
+	@# of EPIPE, and pipefail turns that into a failed recipe.
+	@v=$$($(VENV)/bin/ansible --version) && echo "$${v%%$$'\n'*}"
 	@touch $@
 
 # containerd 2.x for the host-side tests of config version 3 files: Debian

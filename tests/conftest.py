@@ -43,6 +43,12 @@ CONTAINERD_2 = os.environ.get('NODEGUARD_CONTAINERD2') or os.path.join(
     REPO, 'build', 'containerd2', 'usr', 'bin', 'containerd')
 if not os.access(CONTAINERD_2, os.X_OK):
     CONTAINERD_2 = None
+# containerd 1.7 (config version 2, imports still replace plugin tables):
+# trixie's .deb unpacked by `make deps` into build/containerd17.
+CONTAINERD_17 = os.environ.get('NODEGUARD_CONTAINERD17') or os.path.join(
+    REPO, 'build', 'containerd17', 'usr', 'bin', 'containerd')
+if not os.access(CONTAINERD_17, os.X_OK):
+    CONTAINERD_17 = None
 
 
 def fixture_text(name):
