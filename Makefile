@@ -51,7 +51,7 @@ TEST_STAGES ?= deps collection test-unit test-module test-roles test-standins sa
 
 .PHONY: help deps collection test test-unit test-module test-roles test-standins \
 	test-reliability images test-molecule sanity lint demo demo-clean bench \
-	clean distclean
+	mutation mutation-changed clean distclean
 
 help:
 	@echo "make demo          snapshot, readiness, install/re-run/uninstall gpu_toolkit + coco on a podman node"
@@ -62,11 +62,13 @@ help:
 	@echo "make images        podman node images: $(NODE_IMAGES)"
 	@echo "make test-molecule scenarios: $(MOLECULE_SCENARIOS) (MOLECULE_SCENARIOS=..., MOLECULE_SKIP=...)"
 	@echo "make sanity | lint | bench | test-unit | test-module | test-roles | test-standins | test-reliability"
+	@echo "make mutation          mutation testing, tests/mutation/run.py (MUTATION_ARGS=...; not part of make test)"
+	@echo "make mutation-changed  the same, only for code changed on this branch (run.py --changed)"
 
 # ---------------------------------------------------------------- deps
 deps:
 	@$(STAGE) deps $(MAKE) --no-print-directory $(STAMPS)/apt.stamp $(STAMPS)/venv.stamp \
-		$(STAMPS)/containerd2.stamp
+		$(STAMPS)/containerd2.stamp $(STAMPS)/containerd17.stamp
 
 $(STAMPS)/apt.stamp: Makefile
 	@mkdir -p $(@D)
@@ -101,6 +103,17 @@ $(STAMPS)/containerd2.stamp: tests/images/build.sh $(STAMPS)/apt.stamp
 	@deb=$$(bash tests/images/build.sh containerd2-deb) && rm -rf $(CONTAINERD2_DIR) \
 		&& dpkg-deb -x "$$deb" $(CONTAINERD2_DIR) \
 		&& $(CONTAINERD2_DIR)/usr/bin/containerd --version
+	@touch $@
+
+# containerd 1.7 for the host-side tests of 1.7's behaviour: Debian trixie's
+# .deb, unpacked under build/ like containerd 2.x above (tests/conftest.py
+# looks for build/containerd17/usr/bin/containerd).
+CONTAINERD17_DIR := $(BUILD)/containerd17
+$(STAMPS)/containerd17.stamp: tests/images/build.sh $(STAMPS)/apt.stamp
+	@mkdir -p $(@D)
+	@deb=$$(bash tests/images/build.sh containerd17-deb) && rm -rf $(CONTAINERD17_DIR) \
+		&& dpkg-deb -x "$$deb" $(CONTAINERD17_DIR) \
+		&& $(CONTAINERD17_DIR)/usr/bin/containerd --version
 	@touch $@
 
 # ---------------------------------------------------------------- collection
@@ -191,6 +204,15 @@ bench: deps collection
 		esac; \
 	done; \
 	[ $$ran = 1 ] || echo "bench: no bench/*.py or bench/*.sh yet"
+
+# ---------------------------------------------------------------- mutation
+# Mutation testing (tests/mutation/run.py); slow, so not part of `make test`.
+MUTATION_ARGS ?=
+mutation: deps collection
+	@$(STAGE) mutation $(VENV)/bin/python tests/mutation/run.py $(MUTATION_ARGS)
+
+mutation-changed: deps collection
+	@$(STAGE) mutation-changed $(VENV)/bin/python tests/mutation/run.py --changed $(MUTATION_ARGS)
 
 # ---------------------------------------------------------------- clean
 clean:

@@ -4,6 +4,7 @@
 #   tests/images/build.sh [bookworm|trixie|ctd21|all]...      (default: all)
 #   tests/images/build.sh containerd2-deb   print the path of unstable's containerd
 #                                           2.x .deb (fetched once), for host tests
+#   tests/images/build.sh containerd17-deb  the same for trixie's containerd 1.7
 #
 # localhost/ng-node:bookworm  Debian 12, containerd 1.6 (config version 2)
 # localhost/ng-node:trixie    Debian 13, containerd 1.7 (config version 2)
@@ -76,19 +77,23 @@ cleanup_dir() {
     rm -rf --one-file-system "$dir"
 }
 
-# Fetch Debian unstable's containerd .deb without touching the host's apt
-# state: separate sources list, lists, cache and status.
-fetch_unstable_containerd() {
-    local debdir=$CACHE/debs/unstable apt=$CACHE/apt-unstable
+# Fetch one suite's containerd .deb without touching the host's apt state:
+# separate sources list, lists, cache and status under $CACHE/apt-<suite>.
+# The .deb lands in $CACHE/debs/<suite>/ (for trixie that is also
+# debootstrap's cache, so a machine that built the images has it already).
+#   fetch_suite_containerd SUITE VERSION_GLOB   e.g. unstable '2.*'
+fetch_suite_containerd() {
+    local suite=$1 want=$2
+    local debdir=$CACHE/debs/$suite apt=$CACHE/apt-$suite
     mkdir -p "$debdir" "$apt/lists/partial" "$apt/cache/archives/partial"
     local have
-    have=$(find "$debdir" -maxdepth 1 -name 'containerd_2.*_amd64.deb' | sort -V | tail -n1)
+    have=$(find "$debdir" -maxdepth 1 -name "containerd_${want}_amd64.deb" | sort -V | tail -n1)
     if [ -n "$have" ]; then
         echo "$have"
         return
     fi
-    printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s unstable main\n' \
-        "$MIRROR" >"$apt/sources.list"
+    printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' \
+        "$MIRROR" "$suite" >"$apt/sources.list"
     : >"$apt/status"
     local opts=(
         -o "Dir::Etc::sourcelist=$apt/sources.list"
@@ -101,17 +106,21 @@ fetch_unstable_containerd() {
         -o "Debug::NoLocking=1"
         -o "APT::Sandbox::User=root"
     )
-    log "apt-get update (unstable, private state under $apt)"
+    log "apt-get update ($suite, private state under $apt)"
     apt-get -qq "${opts[@]}" update >&2
     (cd "$debdir" && apt-get -qq "${opts[@]}" download containerd >&2)
     have=$(find "$debdir" -maxdepth 1 -name 'containerd_*_amd64.deb' | sort -V | tail -n1)
-    [ -n "$have" ] || die "no containerd .deb downloaded from unstable"
+    [ -n "$have" ] || die "no containerd .deb downloaded from $suite"
+    # shellcheck disable=SC2254 # $want is a glob on purpose
     case "$(basename "$have")" in
-        containerd_2.*) ;;
-        *) die "unstable's containerd is not 2.x: $have" ;;
+        containerd_$want) ;;
+        *) die "$suite's containerd is not $want: $have" ;;
     esac
     echo "$have"
 }
+
+fetch_unstable_containerd() { fetch_suite_containerd unstable '2.*'; }
+fetch_trixie_containerd() { fetch_suite_containerd trixie '1.7.*'; }
 
 # Write a kubeadm-style config.toml: `containerd config default` of the
 # node's own containerd (so the key layout is exactly what that version
@@ -271,11 +280,16 @@ build_image() {
 
 main() {
     local names=("$@")
-    if [ "${names[0]:-}" = containerd2-deb ]; then
-        mkdir -p "$CACHE/debs"
-        fetch_unstable_containerd
-        return
-    fi
+    case "${names[0]:-}" in
+        containerd2-deb)
+            fetch_unstable_containerd
+            return
+            ;;
+        containerd17-deb)
+            fetch_trixie_containerd
+            return
+            ;;
+    esac
     if [ ${#names[@]} -eq 0 ] || [ "${names[0]}" = all ]; then
         names=(bookworm trixie ctd21)
     fi
