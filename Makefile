@@ -51,7 +51,7 @@ TEST_STAGES ?= deps collection test-unit test-module test-roles test-standins sa
 
 .PHONY: help deps collection test test-unit test-module test-roles test-standins \
 	test-reliability images test-molecule sanity lint demo demo-clean bench \
-	mutation mutation-changed clean distclean
+	mutation mutation-changed flake-hunt clean distclean
 
 help:
 	@echo "make demo          snapshot, readiness, install/re-run/uninstall gpu_toolkit + coco on a podman node"
@@ -62,6 +62,7 @@ help:
 	@echo "make images        podman node images: $(NODE_IMAGES)"
 	@echo "make test-molecule scenarios: $(MOLECULE_SCENARIOS) (MOLECULE_SCENARIOS=..., MOLECULE_SKIP=...)"
 	@echo "make sanity | lint | bench | test-unit | test-module | test-roles | test-standins | test-reliability"
+	@echo "make flake-hunt    unit, module, roles suites FLAKE_RUNS=$(FLAKE_RUNS) times in random order, all cores busy"
 	@echo "make mutation          mutation testing, tests/mutation/run.py (MUTATION_ARGS=...; not part of make test)"
 	@echo "make mutation-changed  the same, only for code changed on this branch (run.py --changed)"
 
@@ -204,6 +205,13 @@ bench: deps collection
 		esac; \
 	done; \
 	[ $$ran = 1 ] || echo "bench: no bench/*.py or bench/*.sh yet"
+
+# ---------------------------------------------------------------- flake hunt
+# The suites in a new random order each run (pytest-randomly; off in the
+# normal run, see pytest.ini), with every core kept busy; prints the seeds.
+FLAKE_RUNS ?= 5
+flake-hunt: deps collection
+	@$(STAGE) flake-hunt .ci/with-busy-cores .ci/flake-hunt $(FLAKE_RUNS)
 
 # ---------------------------------------------------------------- mutation
 # Mutation testing (tests/mutation/run.py); slow, so not part of `make test`.
