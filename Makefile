@@ -17,6 +17,8 @@ VENV ?= $(CURDIR)/.venv
 BUILD := $(CURDIR)/build
 STAMPS := $(BUILD)/stamps
 STAGE := $(CURDIR)/.ci/stage
+# Network steps retry with backoff and name what failed (.ci/retry.sh).
+RETRY := $(CURDIR)/.ci/retry.sh
 export NG_STAGE_TIMES := $(BUILD)/stage-times.tsv
 
 # Debian packages the tests and the demo need on the machine.
@@ -46,12 +48,12 @@ export MOLECULE_GLOB := molecule/*/molecule.yml
 MOLECULE_BASE := $(CURDIR)/.config/molecule/config.yml
 
 # What `make test` runs, in this order (cheap and fast first).
-TEST_STAGES ?= deps collection test-unit test-module test-roles test-standins sanity lint \
+TEST_STAGES ?= deps collection lint-pipelines test-unit test-module test-roles test-standins sanity lint \
 	images test-molecule test-reliability
 
-.PHONY: help deps collection test test-unit test-module test-roles test-standins \
+.PHONY: help deps collection test lint-pipelines test-unit test-module test-roles test-standins \
 	test-reliability images test-molecule sanity lint demo demo-clean bench \
-	mutation mutation-changed flake-hunt clean distclean
+	mutation mutation-changed flake-hunt setup-stress clean distclean
 
 help:
 	@echo "make demo          snapshot, readiness, install/re-run/uninstall gpu_toolkit + coco on a podman node"
@@ -61,7 +63,9 @@ help:
 	@echo "make collection    link tree build/collections/ansible_collections/nodeguard/containerd"
 	@echo "make images        podman node images: $(NODE_IMAGES)"
 	@echo "make test-molecule scenarios: $(MOLECULE_SCENARIOS) (MOLECULE_SCENARIOS=..., MOLECULE_SKIP=...)"
+	@echo "make lint-pipelines  no early-exit reader in a pipefail pipeline (tests/sanity), shellcheck"
 	@echo "make sanity | lint | bench | test-unit | test-module | test-roles | test-standins | test-reliability"
+	@echo "make setup-stress N=10  N fresh clones of HEAD run 'make deps collection' with all cores busy"
 	@echo "make flake-hunt    unit, module, roles suites FLAKE_RUNS=$(FLAKE_RUNS) times in random order, all cores busy"
 	@echo "make mutation          mutation testing, tests/mutation/run.py (MUTATION_ARGS=...; not part of make test)"
 	@echo "make mutation-changed  the same, only for code changed on this branch (run.py --changed)"
@@ -74,13 +78,14 @@ deps:
 $(STAMPS)/apt.stamp: Makefile
 	@mkdir -p $(@D)
 	@missing=""; for p in $(APT_PACKAGES); do \
-		dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q '^install ok installed$$' || missing="$$missing $$p"; \
+		[ "$$(dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null)" = 'install ok installed' ] || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "apt-get install:$$missing"; \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -qq; \
-		apt-get install -y -qq --no-install-recommends $$missing; \
+		$(RETRY) --what "apt-get update (the host's apt sources)" apt-get update -qq; \
+		$(RETRY) --what "apt-get install$$missing" \
+			apt-get install -y -qq --no-install-recommends $$missing; \
 	else \
 		echo "Debian packages: all present"; \
 	fi
@@ -89,7 +94,8 @@ $(STAMPS)/apt.stamp: Makefile
 $(STAMPS)/venv.stamp: requirements-dev.txt
 	@mkdir -p $(@D)
 	@if [ ! -x $(VENV)/bin/python ]; then $(PYTHON) -m venv $(VENV); fi
-	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	@$(RETRY) --what "pip install -r requirements-dev.txt (pip's lines name the package and index)" \
+		$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 	@# Read the whole output: a reader that quits early (head) makes ansible die
 	@# of EPIPE, and pipefail turns that into a failed recipe.
 	@v=$$($(VENV)/bin/ansible --version) && echo "$${v%%$$'\n'*}"
@@ -155,7 +161,8 @@ images:
 test-molecule: collection
 	@if [ -z "$(strip $(MOLECULE_SCENARIOS))" ]; then echo "no Molecule scenario selected"; exit 1; fi
 	@for s in $(MOLECULE_SCENARIOS); do \
-		$(STAGE) molecule-$$s molecule -c $(MOLECULE_BASE) test -s $$s || exit $$?; \
+		NG_STAGE_RERUN="make test-molecule MOLECULE_SCENARIOS=$$s" \
+			$(STAGE) molecule-$$s molecule -c $(MOLECULE_BASE) test -s $$s || exit $$?; \
 	done
 
 # ansible-test wants the collection at ansible_collections/NS/NAME: copy the
@@ -185,9 +192,14 @@ _sanity:
 lint:
 	@$(STAGE) lint ansible-lint --profile production
 
+# No pipeline that can die of SIGPIPE under pipefail (a reader that stops
+# early: head, grep -q ...), and shellcheck on the shell scripts.
+lint-pipelines:
+	@$(STAGE) lint-pipelines .ci/pytest-dir required tests/sanity
+
 # ---------------------------------------------------------------- demo
 demo: deps collection
-	@$(STAGE) demo-image bash tests/images/build.sh bookworm
+	@NG_STAGE_RERUN="bash tests/images/build.sh bookworm" $(STAGE) demo-image bash tests/images/build.sh bookworm
 	@$(STAGE) demo bash tests/demo/demo.sh
 
 demo-clean:
@@ -200,8 +212,8 @@ bench: deps collection
 		case "$$(basename $$b)" in _*) continue ;; esac; \
 		ran=1; \
 		case "$$b" in \
-			*.py) $(STAGE) bench-$$(basename $$b) $(VENV)/bin/python $$b ;; \
-			*.sh) $(STAGE) bench-$$(basename $$b) bash $$b ;; \
+			*.py) NG_STAGE_RERUN="$(VENV)/bin/python $$b" $(STAGE) bench-$$(basename $$b) $(VENV)/bin/python $$b ;; \
+			*.sh) NG_STAGE_RERUN="bash $$b" $(STAGE) bench-$$(basename $$b) bash $$b ;; \
 		esac; \
 	done; \
 	[ $$ran = 1 ] || echo "bench: no bench/*.py or bench/*.sh yet"
@@ -212,6 +224,13 @@ bench: deps collection
 FLAKE_RUNS ?= 5
 flake-hunt: deps collection
 	@$(STAGE) flake-hunt .ci/with-busy-cores .ci/flake-hunt $(FLAKE_RUNS)
+
+# ---------------------------------------------------------------- setup stress
+# `make deps collection` from N fresh clones of HEAD with every core busy:
+# prints each run's time and N/N passed (.ci/setup-stress).
+N ?= 10
+setup-stress:
+	@$(STAGE) setup-stress .ci/with-busy-cores .ci/setup-stress $(N)
 
 # ---------------------------------------------------------------- mutation
 # Mutation testing (tests/mutation/run.py); slow, so not part of `make test`.

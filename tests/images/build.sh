@@ -43,6 +43,10 @@ FORCE=${NG_IMAGE_FORCE:-0}
 REPO=localhost/ng-node
 
 log() { printf '[images %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# retry [--what TEXT] CMD...: network steps retry with backoff and name what
+# failed when they give up.
+# shellcheck source-path=SCRIPTDIR/../.. source=.ci/retry.sh
+source "$HERE/../../.ci/retry.sh"
 die() { log "ERROR: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, podman import)"
@@ -107,8 +111,10 @@ fetch_suite_containerd() {
         -o "APT::Sandbox::User=root"
     )
     log "apt-get update ($suite, private state under $apt)"
-    apt-get -qq "${opts[@]}" update >&2
-    (cd "$debdir" && apt-get -qq "${opts[@]}" download containerd >&2)
+    retry --what "apt-get update of the $suite index from $MIRROR" \
+        apt-get -qq "${opts[@]}" update >&2
+    (cd "$debdir" && retry --what "apt-get download containerd ($suite, $MIRROR)" \
+        apt-get -qq "${opts[@]}" download containerd >&2)
     have=$(find "$debdir" -maxdepth 1 -name 'containerd_*_amd64.deb' | sort -V | tail -n1)
     [ -n "$have" ] || die "no containerd .deb downloaded from $suite"
     # shellcheck disable=SC2254 # $want is a glob on purpose
@@ -182,6 +188,20 @@ python3-tomlkit=$(chroot "$rootfs" dpkg-query -W -f "\${Version}" python3-tomlki
 EOF
 }
 
+# One debootstrap try into WORK/rootfs, from an empty folder (a failed try
+# leaves a half-made root filesystem); on failure the log's tail, which
+# names the package or release file that could not be fetched.
+debootstrap_once() {
+    local suite=$1 work=$2 debcache=$3
+    cleanup_dir "$work/rootfs"
+    mkdir -p "$work/rootfs"
+    if ! debootstrap --variant=minbase --cache-dir="$debcache" --include="$PKGS" \
+        "$suite" "$work/rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1; then
+        tail -n 30 "$work/debootstrap.log"
+        return 1
+    fi
+}
+
 # The bare debootstrap of a suite, kept as a tarball: image recipes change
 # far more often than the package set, and ctd21 starts from bookworm's.
 base_tarball() {
@@ -193,11 +213,10 @@ base_tarball() {
         local debcache=$CACHE/debs/$suite t0=$SECONDS
         mkdir -p "$debcache" "$CACHE/base"
         log "$suite: debootstrap --variant=minbase (debs cached in $debcache)"
-        if ! debootstrap --variant=minbase --cache-dir="$debcache" --include="$PKGS" \
-            "$suite" "$work/rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1; then
-            tail -n 30 "$work/debootstrap.log" >&2
+        if ! retry --what "debootstrap $suite from $MIRROR" \
+            debootstrap_once "$suite" "$work" "$debcache" >&2; then
             cleanup_dir "$work"
-            die "$suite: debootstrap failed"
+            die "$suite: debootstrap failed (log above; re-run: bash tests/images/build.sh $suite)"
         fi
         rm -f "$work"/rootfs/var/cache/apt/archives/*.deb
         tar --numeric-owner --xattrs --xattrs-include='*' -C "$work/rootfs" -cf "$out.part" .
