@@ -58,7 +58,7 @@ def fixture_text(name):
 
 def config_version(config_text):
     try:
-        version = tomllib.loads(config_text).get('version', 1)
+        version = tomllib.loads(config_text.lstrip('\ufeff')).get('version', 1)
     except (tomllib.TOMLDecodeError, AttributeError):
         return 1
     return version if isinstance(version, int) else 1
@@ -113,11 +113,11 @@ class ModuleRunner(object):
     def __call__(self, _module, check=False, diff=False, expect_fail=False, env=None, **args):
         args = dict(args)
         args.setdefault('state_dir', self.state_dir)
-        # a version 3 file is judged by containerd 2.x, as on a real node
+        # a version 3 file is read by containerd 2.x, as on a real node
         path = args.get('path')
-        if 'validate' not in args and CONTAINERD_2 and path and os.path.isfile(path) \
-                and config_version(read(path, 'rb').decode('utf-8', 'replace')) >= 3:
-            args['validate'] = CONTAINERD_2 + ' --config %s config dump'
+        if 'containerd_bin' not in args and 'containerd_version' not in args and CONTAINERD_2 and path \
+                and os.path.isfile(path) and config_version(read(path, 'rb').decode('utf-8', 'replace')) >= 3:
+            args['containerd_bin'] = CONTAINERD_2
         args['_ansible_check_mode'] = check
         args['_ansible_diff'] = diff
         args['_ansible_tmpdir'] = self.tmpdir

@@ -35,8 +35,8 @@ options:
   validate:
     description:
       - How the candidate file is checked before it replaces the config.
-      - V(auto) runs the node's own C(containerd --config <candidate> config dump) when a C(containerd)
-        binary is in PATH, and skips that step when there is none.
+      - V(auto) runs the node's own C(containerd --config <candidate> config dump) (see O(containerd_bin)).
+        When no binary is found the task warns loudly that the change was judged on nodeguard's own model only.
       - Any other string is a command run on the candidate; it must contain C(%s), which is replaced
         by the candidate's path. The candidate sits in the config's own folder, so relative imports resolve.
       - V(none) skips the command.
@@ -45,6 +45,35 @@ options:
         a plugin table of the main file and lose its keys.
     type: str
     default: auto
+  edit_in:
+    description:
+      - Which file of the config tree the change is written to. containerd runs config.toml merged with its
+        drop-ins (the files in C(imports)); a change is only reported done when it is in effect there.
+      - V(auto) writes to config.toml unless a drop-in decides the key. On containerd 1.x a drop-in that defines
+        a C(plugins.<id>) table (for example the NVIDIA toolkit's C(conf.d/99-nvidia.toml), which carries the whole
+        CRI table) replaces config.toml's table, and on 2.x a later file that sets the same key wins. The change
+        then goes to that drop-in, is recorded in the ledger for that file and is undone there, to the byte.
+      - V(config) writes to O(path) only, and refuses (naming the drop-in that shadows the key) when the change
+        would have no effect there.
+      - An absolute path names one file of the tree (O(path) or a file it imports) to write to; the change must
+        still be in effect.
+    type: str
+    default: auto
+  containerd_bin:
+    description:
+      - The node's containerd binary, used for C(config dump) (validation and confirming the merged view) and
+        C(--version).
+      - By default C(containerd) is searched in PATH, then C(/usr/bin), C(/usr/local/bin) (kubespray, the upstream
+        tarball), C(/opt/bin) (Flatcar), C(/usr/sbin) and C(/usr/local/sbin).
+    type: path
+  containerd_version:
+    description:
+      - The containerd version that reads the file, for example V(1.7) or V(2.1), for nodes without a containerd
+        binary (an image being prepared). It decides the merge rules (1.x replaces imported plugin tables,
+        2.x deep-merges) and which config versions can be read.
+      - When a binary is found, its C(--version) is the truth; a different O(containerd_version) is an error.
+      - When neither is known, a config version 2 file is assumed to be read by containerd 1.x.
+    type: str
   lock_timeout:
     description:
       - Seconds to wait for the lock file beside the config (C(.<name>.nodeguard.lock)) held by

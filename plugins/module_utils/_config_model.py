@@ -160,9 +160,15 @@ def parse_error_message(path, exc):
     return '%s is not valid TOML:%s %s' % (path, where, exc)
 
 
-def detect_version(path, data):
-    """The config version of parsed data, refusing what nodeguard cannot edit."""
+def detect_version(path, data, default_version=None):
+    """The config version of parsed data, refusing what nodeguard cannot edit.
+
+    default_version: a drop-in without a version line is read with the main
+    file's layout (containerd 1.x applies its plugin tables as they are).
+    """
     version = data.get('version')
+    if version is None and default_version is not None:
+        return default_version
     if version is None:
         raise ConfigError(
             '%s has no "version" key, so containerd reads it as config version 1 (containerd < 1.5, '
@@ -192,7 +198,7 @@ class ConfigDocument(object):
     A leading byte order mark is not part of the text (bom says it was
     there): whoever writes the file decides whether to put it back."""
 
-    def __init__(self, path, text):
+    def __init__(self, path, text, default_version=None):
         self.path = path
         text, self.bom = split_bom(text)
         self.original_text = text
@@ -203,7 +209,7 @@ class ConfigDocument(object):
                               'hand, or put back a known-good copy with '
                               'nodeguard.containerd.containerd_baseline (state: restore).',
                               key=None, line=getattr(exc, 'line', None), col=getattr(exc, 'col', None))
-        self.version = detect_version(path, data)
+        self.version = detect_version(path, data, default_version)
         self.layout = Layout(self.version)
         try:
             self.toml = TomlText(text, data)

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import os
 import time
 import traceback
@@ -23,6 +24,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic impor
     atomic_write,
     clean_stale_temps,
     commit_temp,
+    lock_path_for,
     read_bytes,
     remove_quietly,
     sha256_bytes,
@@ -38,13 +40,24 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     lock_or_fail,
     split_bom,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import (
+    ABSENT,
+    EditElsewhere,
+    changed_leaves,
+    confirm_with_dump,
+    effects_of,
+    load_effective,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import (
     Ledger,
     LedgerError,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     check_tree,
     containerd_version,
+    refuse_generated,
+    refuse_unreadable_version,
     run_validate,
 )
 
@@ -54,6 +67,11 @@ MAX_ATTEMPTS = 3
 # take minutes and GBs), so every run ends in bounded time and memory.
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
+# Where containerd is installed: distribution packages (/usr/bin), kubespray
+# and the upstream tarball (/usr/local/bin, which RHEL's sudo secure_path
+# leaves out), Flatcar (/opt/bin).
+CONTAINERD_DIRS = ['/usr/bin', '/usr/local/bin', '/opt/bin', '/usr/sbin', '/usr/local/sbin']
+
 # Options every config-editing module takes (documented in the
 # nodeguard.containerd.common doc fragment).
 COMMON_ARGUMENT_SPEC = dict(
@@ -61,6 +79,9 @@ COMMON_ARGUMENT_SPEC = dict(
     owner=dict(type='str', default='nodeguard'),
     backup=dict(type='bool', default=False),
     validate=dict(type='str', default='auto'),
+    edit_in=dict(type='str', default='auto'),
+    containerd_bin=dict(type='path'),
+    containerd_version=dict(type='str'),
     lock_timeout=dict(type='float', default=30.0),
     state_dir=dict(type='path', default='/var/lib/nodeguard'),
     follow=dict(type='bool', default=False),
@@ -82,6 +103,14 @@ def require_tomlkit(module):
         module.fail_json(msg=missing_required_lib('tomlkit'), exception=str(TOMLKIT_IMPORT_ERROR))
 
 
+def _parse_version_option(given):
+    parts = str(given).strip().lstrip('v').split('.')
+    try:
+        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        raise ConfigError('containerd_version must look like 1.7 or 2.1, got %r' % given, key='containerd_version')
+
+
 class Context(object):
     """What an edit callback may ask about the node; computed once."""
 
@@ -89,14 +118,27 @@ class Context(object):
         self.module = module
         self.path = path
         self.owner = module.params.get('owner')
+        self.edit_in = module.params.get('edit_in') or 'auto'
         self.warnings = []
         self._bin = False
         self._version = False
 
     @property
     def containerd_bin(self):
+        """The node's containerd: the containerd_bin option, else PATH and the usual install folders."""
         if self._bin is False:
-            self._bin = self.module.get_bin_path('containerd')
+            given = self.module.params.get('containerd_bin')
+            if given:
+                if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+                    raise ConfigError('containerd_bin: %s is not an executable file. Nothing was written. Fix: give '
+                                      'the path of the node\'s containerd binary, or leave containerd_bin unset to '
+                                      'search PATH and %s.' % (given, ', '.join(CONTAINERD_DIRS)), key='containerd_bin')
+                self._bin = given
+            else:
+                # PATH first (get_bin_path would search opt_dirs before PATH)
+                self._bin = self.module.get_bin_path('containerd') or next(
+                    (os.path.join(d, 'containerd') for d in CONTAINERD_DIRS
+                     if os.access(os.path.join(d, 'containerd'), os.X_OK)), None)
         return self._bin
 
     def run_command(self, cmd):
@@ -104,20 +146,21 @@ class Context(object):
 
     @property
     def containerd_version(self):
-        """(major, minor) of the node's containerd; the containerd_version option wins."""
+        """(major, minor) of the node's containerd.
+
+        The binary is the truth; the containerd_version option stands in only
+        where there is no binary, and a contradiction is an error.
+        """
         if self._version is False:
             given = self.module.params.get('containerd_version')
-            if given:
-                parts = str(given).lstrip('v').split('.')
-                try:
-                    self._version = (int(parts[0]), int(parts[1]) if len(parts) > 1 else 0)
-                except ValueError:
-                    raise ConfigError('containerd_version must look like 1.7 or 2.1, got %r' % given,
-                                      key='containerd_version')
-            elif self.containerd_bin:
-                self._version = containerd_version(self.run_command, self.containerd_bin)
-            else:
-                self._version = None
+            wanted = _parse_version_option(given) if given else None
+            found = containerd_version(self.run_command, self.containerd_bin) if self.containerd_bin else None
+            if wanted and found and wanted != found:
+                raise ConfigError('containerd_version is %s, but the node\'s containerd (%s) is %d.%d. Nothing was '
+                                  'written. Fix: remove containerd_version (it only stands in where there is no '
+                                  'containerd binary), or point containerd_bin at the binary that runs.'
+                                  % (given, self.containerd_bin, found[0], found[1]), key='containerd_version')
+            self._version = found or wanted
         return self._version
 
     def warn(self, msg):
@@ -140,8 +183,9 @@ def _target_path(module, path):
 def _default_config(ctx, path):
     if not ctx.containerd_bin:
         raise ConfigError('%s does not exist and create: true needs the node\'s containerd binary to write '
-                          'its default config ("containerd config default"), but none was found in PATH. '
-                          'Fix: install containerd first.' % path, key='path')
+                          'its default config ("containerd config default"), but none was found in PATH or %s. '
+                          'Fix: install containerd first, or set containerd_bin.' % (path, ', '.join(CONTAINERD_DIRS)),
+                          key='path')
     rc, out, err = ctx.run_command([ctx.containerd_bin, 'config', 'default'])
     if rc != 0 or not out.strip():
         raise ConfigError('"containerd config default" failed (rc=%s): %s' % (rc, err.strip()), key='path')
@@ -223,19 +267,227 @@ def _file_args(module, path):
     return module.load_file_common_arguments(params, path=path)
 
 
+class EditedFile(object):
+    """One file of the config tree as read for an edit: bytes, document, ledger."""
+
+    def __init__(self, path, original, text, bom, doc, ledger, created=False):
+        self.path = path
+        self.original = original
+        self.text = text
+        self.bom = bom
+        self.doc = doc
+        self.ledger = ledger
+        self.created = created
+        self.data_before = copy.deepcopy(doc.data)
+        self.lock = None
+
+    @property
+    def new_bytes(self):
+        return (UTF8_BOM if self.bom else '').encode('utf-8') + self.doc.text.encode('utf-8')
+
+    @property
+    def file_changed(self):
+        return self.created or self.new_bytes != self.original
+
+
+def _read_config(module, ctx, path, main_version=None):
+    """Read one file of the tree (main when main_version is None) and its ledger, refusing what cannot be edited."""
+    params = module.params
+    is_main = main_version is None
+    original = _read_settled(path)
+    if original is not None and len(original) > MAX_CONFIG_BYTES:
+        raise ConfigError('%s is %.1f MB; nodeguard edits configs of up to %d MB (containerd\'s default '
+                          'config is about 10 KB). Nothing was written. Fix: check what filled the file; '
+                          'put back a known-good copy with nodeguard.containerd.containerd_baseline '
+                          '(state: restore).' % (path, len(original) / 1048576.0, MAX_CONFIG_BYTES // 1048576),
+                          key='path')
+    text = None if original is None else _decode(path, original)
+    text, bom = split_bom(text) if text is not None else (None, False)
+    create = params.get('create') and is_main
+    if text is not None and not text.strip() and not create:
+        raise ConfigError('%s is empty: containerd would start with built-in defaults only, without this '
+                          'node\'s settings. Nothing was written. Fix: put back a known-good copy with '
+                          'nodeguard.containerd.containerd_baseline (state: restore), or set create: true '
+                          'to start from the node\'s "containerd config default".' % path, key='path')
+    created = False
+    if original is None or (create and not text.strip()):
+        if not create:
+            raise ConfigError('%s does not exist. Nothing was written. Fix: set create: true to start '
+                              'from the node\'s "containerd config default", or restore it with '
+                              'nodeguard.containerd.containerd_baseline (state: restore).' % path, key='path')
+        text = _default_config(ctx, path)
+        created = True
+    refuse_generated(path, text)
+    doc = ConfigDocument(path, text, default_version=main_version)
+    if is_main:
+        refuse_unreadable_version(path, doc.version, ctx.containerd_version)
+    if bom:
+        refused = bom_refused_message(path, ctx.containerd_version, doc.version)
+        if refused:
+            raise ConfigError(refused + ' Nothing was written.', key='path')
+    ledger = Ledger.load(params['state_dir'], path)
+    note = ledger.recover(sha256_bytes(original or b''))
+    if note:
+        ctx.warn(note)
+    return EditedFile(path, original, text, bom, doc, ledger, created)
+
+
+def _apply(edit, target, ctx):
+    """Run the module's edit on one file; (values, changed leaves)."""
+    values = edit(target.doc, target.ledger, ctx) or {}
+    changes = changed_leaves(target.data_before, target.doc.data) if target.doc.changed else []
+    return values, changes
+
+
+def _shadow_error(main_path, effects, edit_in):
+    """A true message for edits containerd would not run, with the fixes that work."""
+    lines = []
+    homes = sorted(set(e.shadowed_by for e in effects if e.shadowed_by))
+    for eff in effects:
+        lines.append('%s = %r in %s has no effect: %s' % (dotted_path(eff.key), eff.value, eff.file, eff.why))
+    fixes = []
+    if edit_in == 'config' and homes:
+        fixes.append('edit_in: auto writes the change where containerd reads it (%s)' % ', '.join(homes))
+    if homes:
+        fixes.append('or change or remove that drop-in (%s) and run again' % ', '.join(homes))
+    else:
+        fixes.append('check that the key exists in this containerd version')
+    return ConfigError('refusing to write %s: %s. Nothing was written. Fix: %s.'
+                       % (main_path, '; '.join(lines), '; '.join(fixes)), key=dotted_path(effects[0].key),
+                       effects=[e.as_dict() for e in effects])
+
+
+def _choose_target(module, ctx, edit, main, view_before):
+    """Which file of the tree the edit goes to, and its result: (target, values, changes).
+
+    The edit runs on config.toml first.  What it changed must be in effect
+    in the merged view; when a drop-in shadows it and edit_in is auto, the
+    edit runs again on that drop-in, where containerd reads it.  An
+    uninstall whose records live in a drop-in's ledger runs there.
+    """
+    edit_in = ctx.edit_in
+    if edit_in not in ('auto', 'config'):
+        wanted = os.path.abspath(edit_in)
+        if wanted == main.path:
+            return (main,) + _apply(edit, main, ctx)
+        if wanted not in view_before.imported():
+            raise ConfigError('edit_in: %s is not a file %s imports (its imports: %s). Nothing was written. Fix: '
+                              'name one of those files, or edit_in: auto.'
+                              % (wanted, main.path, ', '.join(view_before.imported()) or 'none'), key='edit_in')
+        target = _read_config(module, ctx, wanted, main_version=main.doc.version)
+        return (target,) + _apply(edit, target, ctx)
+    try:
+        values, changes = _apply(edit, main, ctx)
+    except EditElsewhere as exc:
+        if edit_in == 'config':
+            raise ConfigError(str(exc) + ' Nothing was written. Fix: edit_in: auto (or edit_in: %s) writes the '
+                              'change there.' % exc.path, key='edit_in')
+        return _retarget(module, ctx, edit, main, exc.path)
+    if not changes and module.params.get('state') == 'absent':
+        # an uninstall of changes recorded in a drop-in's ledger
+        for path in view_before.imported():
+            if Ledger.load(module.params['state_dir'], path).select(owner=ctx.owner):
+                target = _read_config(module, ctx, path, main_version=main.doc.version)
+                values_d, changes_d = _apply(edit, target, ctx)
+                if changes_d:
+                    return target, values_d, changes_d
+        return main, values, changes
+    if not changes:
+        return main, values, changes
+    view = load_effective(main.path, main.doc.data, ctx.containerd_version)
+    effects = [e for e in effects_of(view, main.path, changes) if e.value is not ABSENT]
+    # a later file that sets the same key decides it, whatever config.toml says:
+    # the change belongs there (an equal value there makes this edit redundant)
+    elsewhere = [e for e in effects if e.shadowed_by]
+    if not elsewhere:
+        return main, values, changes
+    homes = set(e.shadowed_by for e in elsewhere)
+    lost = [e for e in elsewhere if not e.in_effect]
+    if edit_in == 'config' or len(homes) != 1:
+        if lost or len(homes) != 1:
+            raise _shadow_error(main.path, lost or elsewhere, edit_in)
+        return main, values, changes
+    return _retarget(module, ctx, edit, main, homes.pop())
+
+
+def _retarget(module, ctx, edit, main, path):
+    ctx.warn('%s: the change was written to %s, where containerd reads it (a drop-in another tool may manage; '
+             'nodeguard undoes it there on state: absent)' % (main.path, path))
+    main.doc = ConfigDocument(main.path, main.text)  # drop what the first try did to config.toml
+    main.ledger = Ledger.load(module.params['state_dir'], main.path)
+    target = _read_config(module, ctx, path, main_version=main.doc.version)
+    try:
+        values, changes = _apply(edit, target, ctx)
+    except EditElsewhere as exc:
+        raise ConfigError(str(exc) + ' Nothing was written.', key='edit_in')
+    return target, values, changes
+
+
+def _view_of_candidate(ctx, main, target):
+    if target is main:
+        return load_effective(main.path, main.doc.data, ctx.containerd_version)
+    return load_effective(main.path, main.data_before, ctx.containerd_version,
+                          overrides={target.path: target.doc.data})
+
+
+def _candidate_main(main, view, target, tmp):
+    """config.toml's text with its imports spelled out, the target drop-in replaced by its candidate."""
+    entries = [tmp if p == target.path else p for p in view.imported()]
+    doc = ConfigDocument(main.path, main.text)
+    doc.toml.set_value(('imports',), entries)
+    return doc.text.encode('utf-8')
+
+
+def _validate_candidate(module, ctx, main, target, view, tmp):
+    """The node's containerd on the candidate tree: (parsed config dump or None, validation note)."""
+    params = module.params
+    validate = params.get('validate')
+    main_tmp = None
+    try:
+        if target is main:
+            candidate = tmp
+        else:
+            main_tmp = write_temp(main.path, _candidate_main(main, view, target, tmp))
+            candidate = main_tmp
+        checked = run_validate(ctx.run_command, validate, ctx.containerd_bin, candidate)
+        if checked is not None and checked[1] != 0:
+            cmd, rc, out, err = checked
+            detail = (err or out).strip().splitlines()
+            raise ConfigError('refusing to write %s: validation "%s" failed (rc=%s): %s. Nothing was written.'
+                              % (target.path, ' '.join(cmd).replace(candidate, '%s'), rc,
+                                 ' | '.join(detail[-3:]) or 'no output'), key=None)
+        if not ctx.containerd_bin:
+            return None, 'not validated by containerd: no containerd binary in PATH or %s' % ', '.join(CONTAINERD_DIRS)
+        out = checked[2] if checked is not None and validate == 'auto' else None
+        if out is None:
+            rc, out, err = ctx.run_command([ctx.containerd_bin, '--config', candidate, 'config', 'dump'])
+            if rc != 0:
+                return None, 'config dump failed (rc=%s): %s' % (rc, (err or '').strip()[-300:])
+        try:
+            from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
+            return parse_toml(out), 'config dump'
+        except Exception as exc:  # a dump we cannot read confirms nothing
+            return None, 'config dump output could not be read (%s)' % exc
+    finally:
+        if main_tmp:
+            remove_quietly(main_tmp)
+
+
 def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_override=False):
-    """Apply edit(doc, ledger, ctx) -> dict to the config and exit the module.
+    """Apply edit(doc, ledger, ctx) -> dict to the config tree and exit the module.
 
     edit mutates doc (a ConfigDocument) and ledger, and returns the module's
-    own return values.  It may raise ConfigError for bad input.
+    own return values.  It may raise ConfigError for bad input, or
+    EditElsewhere when what it edits lives in a drop-in.
     allow_plugin_override is passed to check_tree (containerd_imports).
     """
     require_tomlkit(module)
     params = module.params
     result = dict(changed=False)
     tmp = None
-    lock = None
+    locks = []
     backup_file = None
+    ctx = None
     try:
         validate = params.get('validate')
         if validate not in (None, 'auto', 'none') and '%s' not in validate:
@@ -249,117 +501,107 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
             if not params.get('create'):
                 raise ConfigError('folder %s does not exist (no containerd here?). Fix: install containerd, '
                                   'or set create: true.' % folder, key='path')
-            if module.check_mode:
-                pass
-            else:
+            if not module.check_mode:
                 os.makedirs(folder, 0o755)
-        lock = lock_or_fail(path, params['lock_timeout'], create=not module.check_mode,
-                            fix='Nothing was written. Fix: run as a user who may write to %s (become: true); '
-                                'if the lock file is not a regular file, remove it.' % folder)
+        lock_fix = ('Nothing was written. Fix: run as a user who may write to %s (become: true); if the lock file '
+                    'is not a regular file, remove it.')
+        locks.append(lock_or_fail(path, params['lock_timeout'], create=not module.check_mode, fix=lock_fix % folder))
         clean_stale_temps(path)
         for _attempt in range(MAX_ATTEMPTS):
-            original = _read_settled(path)
-            if original is not None and len(original) > MAX_CONFIG_BYTES:
-                raise ConfigError('%s is %.1f MB; nodeguard edits configs of up to %d MB (containerd\'s default '
-                                  'config is about 10 KB). Nothing was written. Fix: check what filled the file; '
-                                  'put back a known-good copy with nodeguard.containerd.containerd_baseline '
-                                  '(state: restore).' % (path, len(original) / 1048576.0, MAX_CONFIG_BYTES // 1048576),
-                                  key='path')
-            text = None if original is None else _decode(path, original)
-            text, bom = split_bom(text) if text is not None else (None, False)
-            if text is not None and not text.strip() and not params.get('create'):
-                raise ConfigError('%s is empty: containerd would start with built-in defaults only, without this '
-                                  'node\'s settings. Nothing was written. Fix: put back a known-good copy with '
-                                  'nodeguard.containerd.containerd_baseline (state: restore), or set create: true '
-                                  'to start from the node\'s "containerd config default".' % path, key='path')
-            created = False
-            if original is None or (params.get('create') and not text.strip()):
-                if not params.get('create'):
-                    raise ConfigError('%s does not exist. Nothing was written. Fix: set create: true to start '
-                                      'from the node\'s "containerd config default", or restore it with '
-                                      'nodeguard.containerd.containerd_baseline (state: restore).' % path,
-                                      key='path')
-                text = _default_config(ctx, path)
-                created = True
-            doc = ConfigDocument(path, text)
-            if bom:
-                refused = bom_refused_message(path, ctx.containerd_version, doc.version)
-                if refused:
-                    raise ConfigError(refused + ' Nothing was written.', key='path')
-            ledger = Ledger.load(params['state_dir'], path)
-            note = ledger.recover(sha256_bytes(original or b''))
-            if note:
-                ctx.warn(note)
-            values = edit(doc, ledger, ctx) or {}
+            main = _read_config(module, ctx, path)
+            view_before = load_effective(path, main.doc.data, ctx.containerd_version)
+            target, values, changes = _choose_target(module, ctx, edit, main, view_before)
+            if target is not main and not any(lk.lock_path == lock_path_for(target.path) for lk in locks):
+                locks.append(lock_or_fail(target.path, params['lock_timeout'], create=not module.check_mode,
+                                          fix=lock_fix % os.path.dirname(target.path)))
+                clean_stale_temps(target.path)
+            result = dict(changed=False)
             result.update(values)
-            result['config_version'] = doc.version
-            result['plugin'] = doc.layout.cri_plugin
+            result['config_version'] = main.doc.version
+            result['plugin'] = main.doc.layout.cri_plugin
+            result['file'] = target.path
+            doc = target.doc
             if doc.changed:
                 doc.verify()
-            new = (UTF8_BOM if bom else '').encode('utf-8') + doc.text.encode('utf-8')
-            file_changed = created or new != original
-            if module._diff and file_changed:
-                result['diff'] = dict(before='' if original is None else text, after=doc.text,
-                                      before_header='%s (%s)' % (path, 'absent' if original is None else 'before'),
-                                      after_header='%s (after)' % path)
-            if not file_changed:
-                if ledger.dirty and not module.check_mode:
-                    ledger.save(sha256_bytes(original or b''))
+            view = _view_of_candidate(ctx, main, target)
+            effects = effects_of(view, target.path, changes)
+            if module._diff and target.file_changed:
+                result['diff'] = dict(before='' if target.original is None else target.text, after=doc.text,
+                                      before_header='%s (%s)' % (target.path, 'absent' if target.original is None
+                                                                 else 'before'),
+                                      after_header='%s (after)' % target.path)
+            if not target.file_changed:
+                result['effects'] = []
+                if target.ledger.dirty and not module.check_mode:
+                    target.ledger.save(sha256_bytes(target.original or b''))
                 break
+            lost = [e for e in effects if not e.in_effect and e.value is not ABSENT]
+            if lost:
+                raise _shadow_error(target.path, lost, ctx.edit_in)
             if module.check_mode:
+                result['effects'] = [e.as_dict() for e in effects]
                 result['changed'] = True
                 break
-            errors = check_tree(path, doc.data, ctx.containerd_version, ignore_missing=ignore_missing_imports,
-                                allow_plugin_override=allow_plugin_override)
+            overrides = None if target is main else {target.path: doc.data}
+            errors = check_tree(path, main.doc.data if target is main else main.data_before, ctx.containerd_version,
+                                ignore_missing=ignore_missing_imports, allow_plugin_override=allow_plugin_override,
+                                overrides=overrides)
             if errors:
                 raise ConfigError('refusing to write %s: the new config would not load. %s Nothing was written.'
-                                  % (path, ' '.join(errors)), key=None, check_errors=errors)
-            uid, gid, mode = _stat_owner(module, params)
+                                  % (target.path, ' '.join(errors)), key=None, check_errors=errors)
+            uid, gid, mode = _stat_owner(module, params) if target is main else (None, None, None)
             try:
-                tmp = write_temp(path, new, mode=mode, uid=uid, gid=gid)
+                tmp = write_temp(target.path, target.new_bytes, mode=mode, uid=uid, gid=gid)
             except (IOError, OSError) as exc:
                 raise ConfigError('cannot write a temporary file beside %s (%s). Nothing was written; the file '
                                   'is as it was. Fix: free space on that filesystem or make %s writable.'
-                                  % (path, exc.strerror, folder))
-            checked = run_validate(ctx.run_command, params.get('validate'), ctx.containerd_bin, tmp)
-            if checked is not None and checked[1] != 0:
-                cmd, rc, out, err = checked
-                detail = (err or out).strip().splitlines()
-                raise ConfigError('refusing to write %s: validation "%s" failed (rc=%s): %s. Nothing was written.'
-                                  % (path, ' '.join(cmd).replace(tmp, '%s'), rc,
-                                     ' | '.join(detail[-3:]) or 'no output'), key=None)
-            if params.get('backup') and original is not None and backup_file is None:
-                backup_file = module.backup_local(path)
+                                  % (target.path, exc.strerror, os.path.dirname(target.path)))
+            dump, how = _validate_candidate(module, ctx, main, target, view, tmp)
+            if dump is None:
+                if validate != 'none':
+                    ctx.warn('%s: %s; the change is judged on nodeguard\'s own model of containerd only. Fix: '
+                             'install containerd or set containerd_bin.' % (target.path, how))
+            else:
+                confirm_with_dump(effects, view, dump)
+                lost = [e for e in effects if not e.in_effect and e.value is not ABSENT]
+                if lost:
+                    raise _shadow_error(target.path, lost, ctx.edit_in)
+            result['effects'] = [e.as_dict() for e in effects]
+            result['validated'] = how
+            if params.get('backup') and target.original is not None and backup_file is None:
+                backup_file = module.backup_local(target.path)
             if backup_file:
                 result['backup_file'] = backup_file
-            ledger_before = read_bytes(ledger.path)
-            ledger.save(sha256_bytes(new))
+            ledger_before = read_bytes(target.ledger.path)
+            target.ledger.save(sha256_bytes(target.new_bytes))
             # compared as late as possible, after every slow step: a writer
             # without our lock (nvidia-ctk) can still slip in before the rename,
             # but not behind the validation, the backup or the ledger write
-            if read_bytes(path) != original:
+            moved = [f for f in set([main, target]) if read_bytes(f.path) != f.original]
+            if moved:
                 # another program rewrote the file while we worked: put the
                 # ledger back and start over from its content rather than
                 # overwrite its change
                 if ledger_before is None:
-                    remove_quietly(ledger.path)
+                    remove_quietly(target.ledger.path)
                 else:
-                    atomic_write(ledger.path, ledger_before, mode=0o600)
+                    atomic_write(target.ledger.path, ledger_before, mode=0o600)
                 remove_quietly(tmp)
                 tmp = None
                 ctx.warn('%s changed while nodeguard was editing it; the edit was applied again on the new '
-                         'content' % path)
+                         'content' % moved[0].path)
                 result = dict(changed=False)
                 continue
-            commit_temp(tmp, path)
+            commit_temp(tmp, target.path)
             tmp = None
-            result['changed'] = module.set_fs_attributes_if_different(_file_args(module, path), True)
+            result['changed'] = module.set_fs_attributes_if_different(_file_args(module, target.path), True) \
+                if target is main else True
             break
         else:
             raise ConfigError('%s was changed by another program %d times while nodeguard was editing it (a '
                               'writer that does not take %s, e.g. nvidia-ctk or kata-deploy). Nothing was '
                               'written. Fix: let that program finish, then run again.'
-                              % (path, MAX_ATTEMPTS, os.path.basename(lock.lock_path)), key=None)
+                              % (path, MAX_ATTEMPTS, os.path.basename(locks[0].lock_path)), key=None)
         if not result['changed'] and os.path.exists(path):
             # mode/owner-only changes; the call itself honours check mode
             result['changed'] = module.set_fs_attributes_if_different(_file_args(module, path), False)
@@ -377,8 +619,8 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
         module.fail_json(msg='nodeguard failed on %s: %s' % (params.get('path'), exc),
                          exception=traceback.format_exc())
     finally:
-        if lock is not None:
-            lock.release()
+        for lk in reversed(locks):
+            lk.release()
     for w in ctx.warnings:
         module.warn(w)
     module.exit_json(**result)

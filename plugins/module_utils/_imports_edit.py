@@ -533,8 +533,16 @@ def apply_imports(doc, ledger, ctx, params, ignore_missing=None):
     else:
         for entry, key in zip(wanted, keys):
             resource = resource_of(key)
-            _release_records(ledger, ledger.select(owner=owner, kind=KIND, resource=resource), flags)
-            others = sorted(set(r['owner'] for r in ledger.select(kind=KIND, resource=resource)))
+            mine = ledger.select(owner=owner, kind=KIND, resource=resource)
+            others = sorted(set(r['owner'] for r in ledger.select(kind=KIND, resource=resource)) - set([owner]))
+            if not mine and not others and key in arr.keys() and not entry_missing(entry, doc.path):
+                # nobody recorded it: not this owner's to remove (prune_missing removes dangling ones)
+                kept.append(entry)
+                ctx.warn('%s: %s is kept: owner %s did not add it (no ledger record). A dangling entry (its file is '
+                         'gone) is removed whoever added it, since containerd cannot start with it.'
+                         % (doc.path, entry, owner))
+                continue
+            _release_records(ledger, mine, flags)
             if others:
                 if key in arr.keys():
                     kept.append(entry)

@@ -10,6 +10,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError, Layout
+from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import EditElsewhere
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     file_version,
     load_tree,
@@ -137,15 +138,14 @@ def runtime_present(doc, ledger, ctx, params):
     if doc.toml.get(path) is None:
         dropin = _defined_in_imports(doc, name)
         if dropin:
-            wanted = _wanted_keys(params, path) or params.get('inherit')
-            if wanted:
-                raise ConfigError('%s: runtime %s is defined in the drop-in %s, which %s imports. nodeguard edits '
-                                  '%s only, and a second %s table there would merge into the drop-in\'s. Fix: '
-                                  'change the drop-in, or remove it from imports first.'
-                                  % (doc.path, name, dropin, doc.path, doc.path, name), key=dotted(path))
-            if params.get('default') is True:
-                set_owned(doc, ledger, owner, resource, doc.layout.default_runtime_name, name)
-            return dict(created=False)
+            if not (_wanted_keys(params, path) or params.get('inherit')):
+                if params.get('default') is True:
+                    set_owned(doc, ledger, owner, resource, doc.layout.default_runtime_name, name)
+                return dict(created=False)
+            # a second table here would merge into (2.x) or be replaced by (1.x)
+            # the drop-in's: the runtime is edited where containerd reads it
+            raise EditElsewhere('%s: runtime %s is defined in the drop-in %s, which %s imports.'
+                                % (doc.path, name, dropin, doc.path), dropin)
         if name != 'runc':
             _keep_builtin_runc(doc, ledger, ctx, owner, resource)
         source = _inherit_source(doc, params, ctx)
@@ -225,11 +225,15 @@ def runtime_absent(doc, ledger, ctx, params):
     if not exists:
         return dict(removed=False, restored=[], kept=[])
     if not force:
+        if not created_by:
+            # shipped by the image (EKS GPU AMI, k3s): not this owner's to remove
+            ctx.warn('%s: runtime %s was not added or changed by owner %s (no ledger record), so it is kept. '
+                     'Set force: true to delete it anyway.' % (doc.path, name, owner))
+            return dict(removed=False, restored=[], kept=[dotted(path)])
         raise ConfigError('%s: runtime %s was not added by owner %s (created by: %s). nodeguard removes only '
                           'what an owner added, so it is left alone. Fix: run with the owner that added it, or '
                           'set force: true to delete it anyway.'
-                          % (doc.path, name, owner, ', '.join(created_by) or 'no recorded owner'),
-                          key=dotted(path))
+                          % (doc.path, name, owner, ', '.join(created_by)), key=dotted(path))
     if doc.default_runtime() == name:
         _drop_default(doc, ledger, default_path)
     _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path)

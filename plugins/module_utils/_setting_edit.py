@@ -50,6 +50,13 @@ def apply_setting(doc, ledger, ctx, params):
         set_owned(doc, ledger, owner, resource, path, params['value'])
         restored = []
     else:
+        kept = []
+        if not ledger.select(owner=owner, resource=resource) and doc.toml.get(path) is not None:
+            ctx.warn('%s: %s was not set by owner %s (no ledger record), so it is kept as it is.'
+                     % (doc.path, dotted(path), owner))
+            kept.append(dotted(path))
         summary = release(doc, ledger, owner, resource, ctx.warn)
         restored = summary['restored_keys']
+        return dict(key_path=list(path), value=doc.toml.get(path), restored=restored, kept=kept + summary['kept_keys'],
+                    owner=owner)
     return dict(key_path=list(path), value=doc.toml.get(path), restored=restored, owner=owner)

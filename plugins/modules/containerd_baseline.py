@@ -131,6 +131,17 @@ options:
         C(imports) entries point into that folder, because the files being restored are not on disk yet.
     type: str
     default: auto
+  containerd_bin:
+    description:
+      - The node's containerd binary, used for C(config dump) and C(--version).
+      - By default C(containerd) is searched in PATH, then C(/usr/bin), C(/usr/local/bin), C(/opt/bin),
+        C(/usr/sbin) and C(/usr/local/sbin).
+    type: path
+  containerd_version:
+    description:
+      - The containerd version that reads the config (for example V(1.7) or V(2.1)), for nodes without a
+        containerd binary. When a binary is found its C(--version) is the truth, and a different value is an error.
+    type: str
   lock_timeout:
     description:
       - Seconds to wait for the lock of the baseline store and the lock file beside the config
@@ -458,8 +469,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import COMMON_ARGUMENT_SPEC
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_states import main as run
 
-COMMON_OPTIONS = ('path', 'backup', 'validate', 'lock_timeout', 'state_dir', 'follow', 'mode', 'file_owner',
-                  'group', 'seuser', 'serole', 'setype', 'selevel', 'attributes')
+COMMON_OPTIONS = ('path', 'backup', 'validate', 'containerd_bin', 'containerd_version', 'lock_timeout', 'state_dir',
+                  'follow', 'mode', 'file_owner', 'group', 'seuser', 'serole', 'setype', 'selevel', 'attributes')
 
 
 def main():

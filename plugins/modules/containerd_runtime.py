@@ -171,6 +171,55 @@ plugin:
   description: The CRI plugin id that holds the runtimes for that version.
   returned: success
   type: str
+file:
+  description:
+    - The file of the config tree that was (or would be) written, O(path) or a drop-in it imports (see O(edit_in)).
+  returned: success
+  type: str
+effects:
+  description:
+    - Each key the change set or removed, where it lives and whether containerd runs it (judged on the merged
+      view of config.toml and its drop-ins, and confirmed with the node's C(containerd config dump) when there is
+      a binary). A change that would not be in effect is refused, so a written change always has O(in_effect=true).
+  returned: changed
+  type: list
+  elements: dict
+  contains:
+    key:
+      description: The dotted key path in that file's layout.
+      type: str
+    file:
+      description: The file that holds the key.
+      type: str
+    in_effect:
+      description: Whether containerd will run this value.
+      type: bool
+    value:
+      description: The value written (null for a removed key).
+      type: raw
+    removed:
+      description: Whether the key was removed.
+      type: bool
+    shadowed_by:
+      description: A later file that sets the same key (it decides the value).
+      type: str
+    effective_value:
+      description: The value containerd runs when it differs from O(value).
+      type: raw
+    confirmed_by:
+      description: V(config dump) when the node's containerd confirmed it, V(model) for top-level lists.
+      type: str
+  sample:
+    - key: plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata-qemu.runtime_type
+      file: /etc/containerd/conf.d/99-nvidia.toml
+      in_effect: true
+      value: io.containerd.kata-qemu.v2
+      removed: false
+      confirmed_by: config dump
+validated:
+  description: How the candidate was checked by containerd (V(config dump)), or why it could not be.
+  returned: changed and not check mode
+  type: str
   sample: io.containerd.grpc.v1.cri
 runtime:
   description: The runtime's table after the change (null when it no longer exists).

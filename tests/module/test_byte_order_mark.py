@@ -63,14 +63,15 @@ def test_2x_refuses_with_the_mark_named_and_writes_nothing(run_module, workdir):
     assert sorted(os.listdir(os.path.dirname(path))) == ['.config.toml.nodeguard.lock', 'config.toml']
 
 
-def test_version_3_file_with_a_mark_is_refused_without_a_containerd_binary(run_module, workdir, tmp_path):
-    """No containerd on PATH: a version 3 file is for containerd 2.x, which cannot read the mark."""
+def test_version_3_file_with_a_mark_on_a_1x_node_is_refused_for_its_version(run_module, workdir, tmp_path):
+    """containerd 1.6 (found in /usr/bin even when PATH lacks it) cannot read version 3 at all."""
     path = with_bom(workdir, 'config.toml', 'version = 3\n')
     empty = tmp_path / 'bin'
     empty.mkdir()
     res = run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='gpu',
-                     validate='none', env={'PATH': str(empty)}, expect_fail=True)
-    assert 'byte order mark' in res['msg'] and 'config version 3' in res['msg']
+                     validate='none', containerd_bin='/usr/bin/containerd', env={'PATH': str(empty)},
+                     expect_fail=True)
+    assert 'version = 3' in res['msg'] and 'containerd is 1.6' in res['msg'] and path in res['msg']
     assert read(path, 'rb') == BOM + b'version = 3\n'
 
 

@@ -233,9 +233,9 @@ def test_v1x_plugin_table_clobber_is_real_and_refused(run_module, config, contai
                      expect_fail=True)
     assert "containerd uses 'runc'" in res['msg'] and 'drops its built-in runc' in res['msg']
     assert read(path, 'rb') == original
-    # the containerd_version option overrides the node's binary: on 2.x plugin tables merge, runc stays
-    res = run_module('containerd_imports', path=path, imports=[kata], owner='coco', containerd_version='2.1',
-                     validate='none')
+    # on containerd 2.x plugin tables merge, runc stays
+    assert CONTAINERD_2, 'run make deps'
+    res = run_module('containerd_imports', path=path, imports=[kata], owner='coco', containerd_bin=CONTAINERD_2)
     assert res['changed'] and res['added'] == [kata]
 
 

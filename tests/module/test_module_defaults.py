@@ -12,7 +12,7 @@ import sys
 
 import tomlkit
 
-from conftest import COLLECTIONS_ROOT, REPO, assert_containerd_accepts, read
+from conftest import COLLECTIONS_ROOT, CONTAINERD_17, REPO, assert_containerd_accepts, read
 
 PLAY = '''
 - name: Group defaults
@@ -22,6 +22,7 @@ PLAY = '''
   module_defaults:
     group/nodeguard.containerd.containerd:
       path: {path}
+      containerd_bin: {ctd17}
       state_dir: {state}
       lock_timeout: 10
   tasks:
@@ -63,7 +64,9 @@ def run_play(workdir, text):
 
 def test_group_defaults_reach_every_module(workdir, config):
     path = config('v2_kubeadm.toml')
-    text = PLAY.format(path=path, state=os.path.join(workdir, 'state'), store=os.path.join(workdir, 'baselines'))
+    assert CONTAINERD_17, 'run make deps (containerd 1.7: enable_cdi is not known to 1.6)'
+    text = PLAY.format(path=path, state=os.path.join(workdir, 'state'), store=os.path.join(workdir, 'baselines'),
+                       ctd17=CONTAINERD_17)
     assert run_play(workdir, text) == 3  # baseline, runtime, setting; the imports list was clean
     data = tomlkit.parse(read(path)).unwrap()['plugins']['io.containerd.grpc.v1.cri']
     assert data['containerd']['runtimes']['nvidia']['options']['BinaryName'] == '/usr/bin/nvidia-container-runtime'

@@ -5,7 +5,7 @@ import os
 
 import tomlkit
 
-from conftest import CONTAINERD_1, assert_containerd_accepts, read
+from conftest import CONTAINERD_1, CONTAINERD_17, assert_containerd_accepts, read
 
 V2_CRI = 'io.containerd.grpc.v1.cri'
 NVIDIA_BIN = '/usr/bin/nvidia-container-runtime'
@@ -49,21 +49,21 @@ def test_debian_stock_config_new_runtime_keeps_runc_on_1x(run_module, config, co
 
 def test_setting_on_a_bare_version_file_round_trips(run_module, config):
     path = config('version = 2\n')
-    run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='gpu')
+    run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='gpu', containerd_bin=CONTAINERD_17)
     assert cri(path)['enable_cdi'] is True
-    run_module('containerd_setting', path=path, key='cri.enable_cdi', owner='gpu', state='absent')
+    run_module('containerd_setting', path=path, key='cri.enable_cdi', owner='gpu', state='absent', containerd_bin=CONTAINERD_17)
     assert read(path) == 'version = 2\n'
 
 
 def test_same_value_from_two_owners_survives_the_first_leaving(run_module, config):
     path = config('v2_kubeadm.toml')
     original = read(path, 'rb')
-    run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='gpu')
-    res = run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='coco')
+    run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='gpu', containerd_bin=CONTAINERD_17)
+    res = run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='coco', containerd_bin=CONTAINERD_17)
     assert not res['changed']
-    run_module('containerd_setting', path=path, key='cri.enable_cdi', owner='gpu', state='absent')
+    run_module('containerd_setting', path=path, key='cri.enable_cdi', owner='gpu', state='absent', containerd_bin=CONTAINERD_17)
     assert cri(path)['enable_cdi'] is True, 'coco still needs enable_cdi'
-    run_module('containerd_setting', path=path, key='cri.enable_cdi', owner='coco', state='absent')
+    run_module('containerd_setting', path=path, key='cri.enable_cdi', owner='coco', state='absent', containerd_bin=CONTAINERD_17)
     assert read(path, 'rb') == original
 
 
@@ -89,10 +89,19 @@ def test_runtime_defined_in_a_drop_in_is_not_shadowed(run_module, config, workdi
         f.write("version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.kata-qemu]\n"
                 "  runtime_type = 'io.containerd.kata-qemu.v2'\n")
     before = read(path, 'rb')
+    dropin_before = read(dropin, 'rb')
     res = run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco',
-                     options={'ConfigPath': '/x'}, expect_fail=True)
-    assert dropin in res['msg'] and 'drop-in' in res['msg']
+                     options={'ConfigPath': '/x'}, edit_in='config', expect_fail=True)
+    assert dropin in res['msg'] and 'drop-in' in res['msg'] and 'edit_in: auto' in res['msg']
     assert read(path, 'rb') == before
+    # edit_in: auto (the default) changes the runtime where it is defined, and undoes it there
+    res = run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco', options={'ConfigPath': '/x'})
+    assert res['changed'] and res['file'] == dropin and all(e['in_effect'] for e in res['effects'])
+    assert read(path, 'rb') == before and "ConfigPath = '/x'" in read(dropin)
+    assert not run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco',
+                          options={'ConfigPath': '/x'})['changed']
+    run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco', state='absent')
+    assert read(dropin, 'rb') == dropin_before
     res = run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco', default=True)
     assert res['changed'] and not res['created']
     data = tomlkit.parse(read(path)).unwrap()['plugins']['io.containerd.cri.v1.runtime']['containerd']

@@ -1,0 +1,416 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What containerd runs: config.toml merged with its drop-ins.
+
+containerd loads the main file, then its imports breadth first (later files
+win), and merges them by its own version's rules (facts note, measured on
+1.6, 1.7 and 2.1):
+
+- 1.x: an imported file's ``plugins.<id>`` table replaces the main one's
+  whole; ``proxy_plugins``/``stream_processors`` entries are replaced one by
+  one; top-level lists are appended; other top-level tables deep-merge.
+- 2.x: every file is migrated to version 3 first, then plugin tables
+  deep-merge (arrays inside them are replaced); a version 2 drop-in's CRI
+  ``containerd`` table (runtimes, default runtime) is dropped when the merge
+  already holds a version 3 ``containerd`` table; a version-less drop-in that
+  uses version 2 plugin ids is ignored.
+
+The view keeps, for every key, the file its value came from, so a module can
+say where a change lives and whether it is in effect.  The model is
+confirmed against the node's own ``containerd config dump`` when one is run
+(``confirm_with_dump``): where the two disagree, the dump wins.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+    CRI_V2,
+    CRI_V3_IMAGES,
+    CRI_V3_RUNTIME,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path, get_in
+from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
+    file_version,
+    load_tree,
+    replaces_plugin_tables,
+)
+
+ABSENT = object()
+APPENDED_LISTS = ('imports', 'disabled_plugins', 'required_plugins')
+REPLACED_PER_KEY = ('proxy_plugins', 'stream_processors')
+
+# containerd 2.x's migration of the version 2 CRI plugin table: these keys of
+# plugins."io.containerd.grpc.v1.cri" move to the images plugin, these stay
+# with the gRPC server, everything else goes to the runtime plugin.
+_V2_IMAGES_KEYS = ('registry', 'image_decryption', 'max_concurrent_downloads', 'image_pull_progress_timeout',
+                   'image_pull_with_sync_fs', 'stats_collect_period')
+_V2_IMAGES_CONTAINERD_KEYS = ('snapshotter', 'disable_snapshot_annotations', 'discard_unpacked_layers')
+_V2_GRPC_KEYS = ('disable_tcp_service', 'stream_server_address', 'stream_server_port', 'stream_idle_timeout',
+                 'enable_tls_streaming', 'x509_key_pair_streaming')
+
+
+def translate_v2_path(path):
+    """A version 2 key path as containerd 2.x reads it (version 3 layout)."""
+    path = tuple(path)
+    if len(path) < 3 or path[:2] != ('plugins', CRI_V2):
+        return path
+    rest = path[2:]
+    head = rest[0]
+    if head == 'sandbox_image':
+        return ('plugins', CRI_V3_IMAGES, 'pinned_images', 'sandbox')
+    if head in _V2_IMAGES_KEYS:
+        return ('plugins', CRI_V3_IMAGES) + rest
+    if head in _V2_GRPC_KEYS:
+        return path
+    if head == 'containerd' and len(rest) > 1 and rest[1] in _V2_IMAGES_CONTAINERD_KEYS:
+        return ('plugins', CRI_V3_IMAGES) + rest[1:]
+    return ('plugins', CRI_V3_RUNTIME) + rest
+
+
+def _migrate_v2_to_v3(data, merged_so_far):
+    """A version 2 drop-in's data in version 3 layout, as containerd 2.x reads it under a version 3 main file.
+
+    Measured on 2.1: its CRI ``containerd`` table is dropped when the merge
+    already holds a version 3 one; its runtime-plugin keys do not override
+    keys the version 3 table already sets; its image keys do.
+    """
+    out = dict((k, v) for k, v in data.items() if k != 'plugins')
+    plugins = dict((k, v) for k, v in (data.get('plugins') or {}).items() if k != CRI_V2)
+    cri = (data.get('plugins') or {}).get(CRI_V2)
+    if isinstance(cri, dict):
+        has_v3_containerd = isinstance(get_in(merged_so_far, ('plugins', CRI_V3_RUNTIME, 'containerd')), dict)
+        for leaf_path, value in iter_leaves(cri, ('plugins', CRI_V2)):
+            new = translate_v2_path(leaf_path)
+            if new == ('plugins', CRI_V3_IMAGES, 'snapshotter') and get_in(merged_so_far, new) is not None:
+                continue  # measured on 2.1: the version 3 snapshotter stays
+            if new[:2] == ('plugins', CRI_V3_RUNTIME):
+                if has_v3_containerd and new[:3] == ('plugins', CRI_V3_RUNTIME, 'containerd'):
+                    continue
+                if get_in(merged_so_far, new) is not None:
+                    continue
+            _set(plugins, new[1:], value)
+    out['plugins'] = plugins
+    return out
+
+
+def migrate_merged_v2(merged, origin):
+    """containerd 2.x reading a version 2 main file: the merged CRI table moves to the version 3 plugins."""
+    cri = get_in(merged, ('plugins', CRI_V2))
+    if not isinstance(cri, dict):
+        return
+    keep = {}
+    for leaf_path, value in list(iter_leaves(cri, ('plugins', CRI_V2))):
+        new = translate_v2_path(leaf_path)
+        source = origin.pop(leaf_path, None)
+        if new[:2] == ('plugins', CRI_V2):
+            _set(keep, new[2:], value)
+        else:
+            _set(merged, new, value)
+        if source:
+            origin[new] = source
+    owner = origin.get(('plugins', CRI_V2))
+    for pid in (CRI_V3_RUNTIME, CRI_V3_IMAGES):
+        if owner and isinstance(get_in(merged, ('plugins', pid)), dict):
+            origin.setdefault(('plugins', pid), owner)
+    merged['plugins'][CRI_V2] = keep
+
+
+def _set(tree, path, value):
+    cur = tree
+    for part in path[:-1]:
+        nxt = cur.get(part)
+        if not isinstance(nxt, dict):
+            nxt = cur[part] = {}
+        cur = nxt
+    cur[path[-1]] = value
+
+
+def iter_leaves(data, prefix=()):
+    """(path, value) of every non-table value under data; empty tables count as leaves."""
+    if isinstance(data, dict):
+        if not data and prefix:
+            yield prefix, {}
+        for key, value in data.items():
+            for item in iter_leaves(value, prefix + (key,)):
+                yield item
+    else:
+        yield prefix, data
+
+
+def changed_leaves(before, after):
+    """What an edit changed: [(path, new value or ABSENT)], sorted by path."""
+    old = dict(iter_leaves(before))
+    new = dict(iter_leaves(after))
+    out = []
+    for path in set(old) | set(new):
+        a, b = old.get(path, ABSENT), new.get(path, ABSENT)
+        if a is ABSENT or b is ABSENT or not _same(a, b):
+            if b is ABSENT and any(p[:len(path)] == path and p != path for p in new):
+                continue  # an empty table that gained keys
+            out.append((path, b))
+    return sorted(out, key=lambda item: tuple(str(p) for p in item[0]))
+
+
+def _same(a, b):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return a == b and type(a) is type(b)
+
+
+class EffectiveConfig(object):
+    """The merged view of one config tree, with the file behind every value.
+
+    files: [(path, data)] in containerd's load order; problems: imports that
+    could not be read; merged: the data containerd runs (before its own
+    defaults), in the main file's layout for 1.x and version 3 layout for
+    2.x; origin: key path -> file that provided it.
+    """
+
+    def __init__(self, main_path, main_data, containerd_ver, overrides=None):
+        self.main_path = main_path
+        self.containerd_ver = containerd_ver
+        self.main_version = file_version(main_data)
+        self.files, self.problems = load_tree(main_path, main_data, containerd_ver, overrides=overrides)
+        self.replace = replaces_plugin_tables(containerd_ver, self.main_version)
+        # containerd 2.x reads a version 2 main file by migrating it to 3
+        self.migrates = not self.replace and self.main_version == 2 and containerd_ver is not None \
+            and containerd_ver[0] >= 2
+        self.merged = {}
+        self.origin = {}
+        self.ignored = []       # (file, reason) containerd skips
+        for index, (path, data) in enumerate(self.files):
+            self._merge_file(index, path, data)
+        if self.migrates:
+            migrate_merged_v2(self.merged, self.origin)
+
+    # ------------------------------------------------------------ merging
+    def _as_read(self, index, path, data):
+        """A file's data as containerd reads it, or None when it ignores the file."""
+        version = file_version(data)
+        if index and version > self.main_version:
+            self.ignored.append((path, 'version = %d is higher than the main file\'s %d' % (version, self.main_version)))
+            return None
+        if self.replace or self.main_version == 2:
+            if version == 1:
+                plugins = dict(data.get('plugins') or {})
+                if 'cri' in plugins:  # version 1's CRI plugin id
+                    plugins[CRI_V2] = plugins.pop('cri')
+                return dict(data, plugins=plugins)
+            return data
+        # containerd 2.x
+        if version == 1:
+            if 'plugins' in data:
+                self.ignored.append((path, 'no version line: containerd 2.x reads it as version 1 and ignores its '
+                                           'plugins tables'))
+            return dict((k, v) for k, v in data.items() if k != 'plugins')
+        if version == 2:
+            return _migrate_v2_to_v3(data, self.merged)
+        return data
+
+    def _merge_file(self, index, path, data):
+        data = self._as_read(index, path, data)
+        if data is None:
+            return
+        if not index:
+            self.merged = copy.deepcopy(dict((k, v) for k, v in data.items() if k != 'version'))
+            for leaf, _value in iter_leaves(self.merged):
+                self.origin[leaf] = path
+            for pid in self.merged.get('plugins') or {}:
+                self.origin[('plugins', pid)] = path
+            return
+        for key, value in data.items():
+            if key == 'version':
+                continue
+            if key in APPENDED_LISTS and isinstance(value, list):
+                have = self.merged.setdefault(key, [])
+                have.extend(v for v in value if v not in have)
+                self.origin[(key,)] = path
+            elif key == 'plugins' and isinstance(value, dict):
+                plugins = self.merged.setdefault('plugins', {})
+                for pid, table in value.items():
+                    if self.replace or not isinstance(plugins.get(pid), dict) or not isinstance(table, dict):
+                        self._replace(('plugins', pid), table, path)
+                    else:
+                        self._deep_merge(('plugins', pid), table, path)
+                    self.origin[('plugins', pid)] = path
+            elif key in REPLACED_PER_KEY and isinstance(value, dict):
+                for name, table in value.items():
+                    self._replace((key, name), table, path)
+            elif isinstance(value, dict):
+                self._deep_merge((key,), value, path)
+            else:
+                self._replace((key,), value, path)
+
+    def _replace(self, at, value, path):
+        for known in [p for p in self.origin if p[:len(at)] == at]:
+            del self.origin[known]
+        _set(self.merged, at, copy.deepcopy(value))
+        for leaf, _value in iter_leaves(value, at):
+            self.origin[leaf] = path
+        self.origin.setdefault(at, path)
+
+    def _deep_merge(self, at, value, path):
+        for leaf, leaf_value in iter_leaves(value, at):
+            if leaf_value == {} and isinstance(get_in(self.merged, leaf), dict):
+                continue  # an empty table adds nothing to a deep merge
+            cur = get_in(self.merged, leaf[:-1])
+            if not isinstance(cur, dict):
+                # a value where a table now comes: the table replaces it
+                self._replace(leaf[:-1], {}, path)
+            self._replace(leaf, leaf_value, path)
+
+    # ------------------------------------------------------------ questions
+    def read_path(self, path, file_path=None):
+        """A key path of one file (default: main) as it appears in the merged view."""
+        path = tuple(path)
+        version = self._version_of(file_path)
+        if not self.replace and (self.migrates or self.main_version >= 3) and version == 2:
+            return translate_v2_path(path)
+        return path
+
+    def _version_of(self, file_path):
+        for p, data in self.files:
+            if file_path is None or p == file_path:
+                return file_version(data)
+        return self.main_version
+
+    def value(self, path):
+        return get_in(self.merged, tuple(path))
+
+    def source_of(self, path):
+        """The file whose value is in effect at path (merged layout), or None."""
+        path = tuple(path)
+        for n in range(len(path), 0, -1):
+            if path[:n] in self.origin:
+                return self.origin[path[:n]]
+        return None
+
+    def plugin_owner(self, plugin_id):
+        """The file whose plugins.<id> table containerd uses (1.x: the last one defining it)."""
+        return self.origin.get(('plugins', plugin_id))
+
+    def imported(self):
+        return [p for p, _d in self.files[1:]]
+
+
+class EditElsewhere(Exception):
+    """Raised by an edit callback: what it edits lives in another file of the tree (path)."""
+
+    def __init__(self, msg, path):
+        super(EditElsewhere, self).__init__(msg)
+        self.path = path
+
+
+def load_effective(main_path, main_data, containerd_ver, overrides=None):
+    return EffectiveConfig(main_path, main_data, containerd_ver, overrides=overrides)
+
+
+class Effect(object):
+    """Where one intended change lives and whether containerd will run it."""
+
+    def __init__(self, key, value, file_path, in_effect, shadowed_by=None, effective=ABSENT, why=None):
+        self.key = tuple(key)
+        self.value = value
+        self.file = file_path
+        self.in_effect = in_effect
+        self.shadowed_by = shadowed_by
+        self.effective = effective
+        self.why = why
+        self.confirmed = None
+
+    def as_dict(self):
+        out = dict(key=dotted_path(self.key), file=self.file, in_effect=self.in_effect,
+                   value=None if self.value is ABSENT else self.value, removed=self.value is ABSENT)
+        if self.shadowed_by:
+            out['shadowed_by'] = self.shadowed_by
+        if self.effective is not ABSENT:
+            out['effective_value'] = self.effective
+        if self.why:
+            out['why'] = self.why
+        if self.confirmed is not None:
+            out['confirmed_by'] = self.confirmed
+        return out
+
+
+def effects_of(view, file_path, changes):
+    """Judge each (path, value) a file's edit changed against the merged view."""
+    out = []
+    for path, value in changes:
+        merged_path = view.read_path(path, file_path)
+        have = view.value(merged_path)
+        source = view.source_of(merged_path)
+        if merged_path[0] in APPENDED_LISTS and len(merged_path) == 1:
+            # top-level lists are appended across files: each entry counts
+            listed = have if isinstance(have, list) else []
+            ok = value is ABSENT or all(v in listed for v in value)
+            eff = Effect(path, value, file_path, ok, why=None if ok else 'containerd does not read %s' % file_path)
+            eff.confirmed = 'model'
+            out.append(eff)
+            continue
+        if value is ABSENT:
+            gone = have is None
+            out.append(Effect(path, value, file_path, gone, None if gone else source,
+                              ABSENT if gone else have,
+                              None if gone else '%s still sets it' % source))
+            continue
+        ok = have is not None and _same(have, value)
+        later = source if source and source != file_path else None
+        eff = Effect(path, value, file_path, ok, later, ABSENT if have is None else have)
+        if not ok:
+            eff.why = _why_shadowed(view, merged_path, file_path, source)
+        out.append(eff)
+    return out
+
+
+def _why_shadowed(view, merged_path, file_path, source):
+    ver = '.'.join(str(x) for x in view.containerd_ver or ('1.x',))
+    if source and source != file_path:
+        if view.replace and merged_path[:1] == ('plugins',) and len(merged_path) > 1:
+            return ('%s defines plugins."%s" too, and containerd %s replaces the whole plugin table with the '
+                    'imported one' % (source, merged_path[1], ver))
+        return '%s sets %s later, and the later file wins' % (source, dotted_path(merged_path))
+    for ignored, reason in view.ignored:
+        if ignored == file_path:
+            return 'containerd %s ignores %s (%s)' % (ver, file_path, reason)
+    return 'containerd %s does not read it from %s' % (ver, file_path)
+
+
+def confirm_with_dump(effects, view, dump_data):
+    """Check each effect against ``containerd config dump`` of the candidate tree.
+
+    The dump shows what containerd will run (defaults filled in).  A value the
+    model calls in effect but the dump does not show is not in effect.
+    """
+    if dump_data is None:
+        return effects
+    dump_version = file_version(dump_data)
+    for eff in effects:
+        if eff.confirmed == 'model':
+            continue  # top-level lists: config dump shows the loaded files, not the entries
+        path = view.read_path(eff.key, eff.file)
+        if dump_version >= 3 and view.main_version == 2 and not view.migrates:
+            path = translate_v2_path(path)
+        have = get_in(dump_data, path)
+        if eff.value is ABSENT:
+            # containerd's defaults may hold a key the file no longer sets: only a table counts
+            if isinstance(have, dict) and eff.in_effect and path[-2:-1] == ('runtimes',):
+                eff.in_effect = False
+                eff.why = 'containerd config dump still lists it'
+            eff.confirmed = 'config dump'
+            continue
+        ok = have is not None and _same(have, eff.value)
+        if eff.in_effect and not ok:
+            eff.in_effect = False
+            eff.effective = ABSENT if have is None else have
+            ver = '.'.join(str(x) for x in view.containerd_ver or ('?',))
+            eff.why = ('containerd %s config dump of the new config does not show it (%s)'
+                       % (ver, 'the key is unknown to it and dropped' if have is None else 'it runs %r' % (have,)))
+        eff.confirmed = 'config dump'
+    return effects
