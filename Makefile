@@ -56,17 +56,17 @@ TEST_STAGES ?= deps collection lint-pipelines test-unit test-module test-roles t
 	mutation mutation-changed flake-hunt setup-stress clean distclean
 
 help:
-	@echo "make demo          snapshot, readiness, install/re-run/uninstall gpu_toolkit + coco on a podman node"
-	@echo "make demo-clean    remove the demo node"
-	@echo "make test          deps, unit, module, roles, standins, sanity, lint, images, molecule, reliability"
-	@echo "make deps          Debian packages and the .venv (idempotent, stamped)"
-	@echo "make collection    link tree build/collections/ansible_collections/nodeguard/containerd"
-	@echo "make images        podman node images: $(NODE_IMAGES)"
-	@echo "make test-molecule scenarios: $(MOLECULE_SCENARIOS) (MOLECULE_SCENARIOS=..., MOLECULE_SKIP=...)"
-	@echo "make lint-pipelines  no early-exit reader in a pipefail pipeline (tests/sanity), shellcheck"
+	@echo "make demo              snapshot, readiness, install/re-run/uninstall gpu_toolkit + coco on a podman node"
+	@echo "make demo-clean        remove the demo node"
+	@echo "make test              deps, pipelines, unit, module, roles, standins, sanity, lint, images, molecule, reliability"
+	@echo "make deps              Debian packages, the .venv, containerd 2.x and 1.7 under build/ (idempotent, stamped)"
+	@echo "make collection        link tree build/collections/ansible_collections/nodeguard/containerd"
+	@echo "make images            podman node images: $(NODE_IMAGES)"
+	@echo "make test-molecule     scenarios: $(MOLECULE_SCENARIOS) (MOLECULE_SCENARIOS=..., MOLECULE_SKIP=...)"
+	@echo "make lint-pipelines    no early-exit reader in a pipefail pipeline (tests/sanity), shellcheck"
 	@echo "make sanity | lint | bench | test-unit | test-module | test-roles | test-standins | test-reliability"
-	@echo "make setup-stress N=10  N fresh clones of HEAD run 'make deps collection' with all cores busy"
-	@echo "make flake-hunt    unit, module, roles suites FLAKE_RUNS=$(FLAKE_RUNS) times in random order, all cores busy"
+	@echo "make setup-stress N=10 N fresh clones of HEAD run 'make deps collection' with all cores busy"
+	@echo "make flake-hunt        unit, module, roles suites FLAKE_RUNS=$(FLAKE_RUNS) times in random order, all cores busy"
 	@echo "make mutation          mutation testing, tests/mutation/run.py (MUTATION_ARGS=...; not part of make test)"
 	@echo "make mutation-changed  the same, only for code changed on this branch (run.py --changed)"
 
