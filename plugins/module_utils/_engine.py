@@ -120,6 +120,7 @@ class Context(object):
         self.owner = module.params.get('owner')
         self.edit_in = module.params.get('edit_in') or 'auto'
         self.warnings = []
+        self.tree_files = None  # [(path, data)] of the tree when the edit runs on a drop-in
         self._bin = False
         self._version = False
 
@@ -375,7 +376,19 @@ def _choose_target(module, ctx, edit, main, view_before):
                               'name one of those files, or edit_in: auto.'
                               % (wanted, main.path, ', '.join(view_before.imported()) or 'none'), key='edit_in')
         target = _read_config(module, ctx, wanted, main_version=main.doc.version)
+        ctx.tree_files = view_before.files
         return (target,) + _apply(edit, target, ctx)
+    if module.params.get('state') == 'absent':
+        # an uninstall undoes drop-ins first (the later files, which decide
+        # keys like the default runtime), one validated write each, then
+        # config.toml: every state in between is one containerd loads
+        for path in reversed(view_before.imported()):
+            if Ledger.load(module.params['state_dir'], path).select(owner=ctx.owner):
+                target = _read_config(module, ctx, path, main_version=main.doc.version)
+                ctx.tree_files = view_before.files
+                values_d, changes_d = _apply(edit, target, ctx)
+                if changes_d:
+                    return target, values_d, changes_d
     try:
         values, changes = _apply(edit, main, ctx)
     except EditElsewhere as exc:
@@ -383,15 +396,6 @@ def _choose_target(module, ctx, edit, main, view_before):
             raise ConfigError(str(exc) + ' Nothing was written. Fix: edit_in: auto (or edit_in: %s) writes the '
                               'change there.' % exc.path, key='edit_in')
         return _retarget(module, ctx, edit, main, exc.path)
-    if not changes and module.params.get('state') == 'absent':
-        # an uninstall of changes recorded in a drop-in's ledger
-        for path in view_before.imported():
-            if Ledger.load(module.params['state_dir'], path).select(owner=ctx.owner):
-                target = _read_config(module, ctx, path, main_version=main.doc.version)
-                values_d, changes_d = _apply(edit, target, ctx)
-                if changes_d:
-                    return target, values_d, changes_d
-        return main, values, changes
     if not changes:
         return main, values, changes
     view = load_effective(main.path, main.doc.data, ctx.containerd_version)
@@ -416,6 +420,7 @@ def _retarget(module, ctx, edit, main, path):
     main.doc = ConfigDocument(main.path, main.text)  # drop what the first try did to config.toml
     main.ledger = Ledger.load(module.params['state_dir'], main.path)
     target = _read_config(module, ctx, path, main_version=main.doc.version)
+    ctx.tree_files = load_effective(main.path, main.doc.data, ctx.containerd_version).files
     try:
         values, changes = _apply(edit, target, ctx)
     except EditElsewhere as exc:
@@ -480,14 +485,61 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
     own return values.  It may raise ConfigError for bad input, or
     EditElsewhere when what it edits lives in a drop-in.
     allow_plugin_override is passed to check_tree (containerd_imports).
+    An uninstall may touch several files of the tree: each is its own
+    locked, validated, atomic write (drop-ins first), and the result lists
+    every file written.
     """
     require_tomlkit(module)
+    steps = []
+    ctx = Context(module, os.path.abspath(module.params['path']))
+    # one file per step; only an uninstall (or a check-mode preview) goes on
+    for _step in range(8):
+        result = _transaction(module, ctx, edit, ignore_missing_imports, allow_plugin_override)
+        steps.append(result)
+        if not result.get('_wrote') or module.params.get('state') != 'absent' \
+                or not _owner_records_left(module, ctx):
+            break
+    module.exit_json(**_merge_steps(steps))
+
+
+def _owner_records_left(module, ctx):
+    """Whether a file of the tree still holds ledger records of the owner (an uninstall goes on there)."""
+    path = ctx.path
+    try:
+        files, _problems = load_effective(path, ConfigDocument(path, _decode(path, read_bytes(path) or b'')).data,
+                                          ctx.containerd_version).files, None
+    except (ConfigError, TypeError):
+        return False
+    return any(Ledger.load(module.params['state_dir'], p).select(owner=ctx.owner) for p, _d in files)
+
+
+def _merge_steps(steps):
+    """One module result from the single-file steps of a transaction."""
+    wrote = [r for r in steps if r.pop('_wrote', False)]
+    if len(wrote) < 2:
+        return wrote[0] if wrote else steps[-1]
+    result = dict(steps[-1] if steps[-1].get('changed') else wrote[-1])
+    result['changed'] = True
+    result['files'] = [r['file'] for r in wrote]
+    result['effects'] = [e for r in wrote for e in r.get('effects', [])]
+    for key in ('removed', 'restored', 'kept'):
+        if isinstance(result.get(key), list):
+            result[key] = sorted(set(x for r in wrote for x in (r.get(key) or [])))
+        elif isinstance(result.get(key), bool):
+            result[key] = any(r.get(key) for r in wrote)
+    diffs = [r['diff'] for r in wrote if r.get('diff')]
+    if diffs:
+        result['diff'] = diffs
+    return result
+
+
+def _transaction(module, ctx, edit, ignore_missing_imports, allow_plugin_override):
+    """One single-file write (or none): the module's result for it, '_wrote' set when a file was replaced."""
     params = module.params
     result = dict(changed=False)
     tmp = None
     locks = []
     backup_file = None
-    ctx = None
     try:
         validate = params.get('validate')
         if validate not in (None, 'auto', 'none') and '%s' not in validate:
@@ -496,7 +548,7 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
                               key='validate')
         path = _target_path(module, os.path.abspath(params['path']))
         folder = os.path.dirname(path)
-        ctx = Context(module, path)
+        ctx.path = path
         if not os.path.isdir(folder):
             if not params.get('create'):
                 raise ConfigError('folder %s does not exist (no containerd here?). Fix: install containerd, '
@@ -594,6 +646,7 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
                 continue
             commit_temp(tmp, target.path)
             tmp = None
+            result['_wrote'] = True
             result['changed'] = module.set_fs_attributes_if_different(_file_args(module, target.path), True) \
                 if target is main else True
             break
@@ -623,4 +676,6 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
             lk.release()
     for w in ctx.warnings:
         module.warn(w)
-    module.exit_json(**result)
+    ctx.warnings = []
+    ctx.tree_files = None
+    return result

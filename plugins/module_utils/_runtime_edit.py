@@ -96,10 +96,18 @@ def _wanted_keys(params, table_path):
     return out
 
 
-def _defined_in_imports(doc, name):
-    """The imported file that defines runtime name, or None."""
-    files, _problems = load_tree(doc.path, doc.data)
-    for path, data in files[1:]:
+def _defined_in_imports(doc, name, ctx=None):
+    """Another file of the config tree that defines runtime name, or None.
+
+    When doc is a drop-in being edited (ctx.tree_files set by the engine),
+    config.toml and the other drop-ins count too.
+    """
+    files = getattr(ctx, 'tree_files', None)
+    if files is None:
+        files, _problems = load_tree(doc.path, doc.data)
+    for path, data in files:
+        if path == doc.path:
+            continue
         version = file_version(data)
         if version in (2, 3, 4):
             table = Layout(version).runtimes
@@ -136,7 +144,7 @@ def runtime_present(doc, ledger, ctx, params):
     path = doc.layout.runtime(name)
     created = False
     if doc.toml.get(path) is None:
-        dropin = _defined_in_imports(doc, name)
+        dropin = _defined_in_imports(doc, name, ctx)
         if dropin:
             if not (_wanted_keys(params, path) or params.get('inherit')):
                 if params.get('default') is True:
