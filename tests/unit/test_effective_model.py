@@ -75,6 +75,7 @@ CASES = {
     'kata-no-version-on-v2': (lambda: (C16, {'kata.toml': KATA_NO_VERSION}), ['1.6', '1.7', '2.1']),
     'kata-v2-on-v3': (lambda: (C2, {'kata.toml': KATA_V2}), ['2.1']),
     'kata-v3-on-v3': (lambda: (C2, {'kata.toml': KATA_V3}), ['2.1']),
+    'kata-no-version-on-v3': (lambda: (C2, {'kata.toml': KATA_NO_VERSION}), ['2.1']),
     'images-v2-on-v3': (lambda: (C2, {'images.toml': IMAGES_V2}), ['2.1']),
 }
 
