@@ -110,7 +110,7 @@ class ModuleRunner(object):
         self.state_dir = state_dir
         self.calls = 0
 
-    def __call__(self, _module, check=False, diff=False, expect_fail=False, env=None, **args):
+    def __call__(self, _module, check=False, diff=False, expect_fail=False, env=None, prefix=(), **args):
         args = dict(args)
         args.setdefault('state_dir', self.state_dir)
         # a version 3 file is read by containerd 2.x, as on a real node
@@ -130,8 +130,10 @@ class ModuleRunner(object):
         environ = dict(os.environ)
         environ['PYTHONPATH'] = COLLECTIONS_ROOT + os.pathsep + environ.get('PYTHONPATH', '')
         environ.update(env or {})
+        # prefix: a command the module runs under (e.g. unshare for a node without containerd)
         proc = subprocess.run(
-            [sys.executable, '-m', 'ansible_collections.nodeguard.containerd.plugins.modules.' + _module, argfile],
+            list(prefix) + [sys.executable, '-m', 'ansible_collections.nodeguard.containerd.plugins.modules.' + _module,
+                            argfile],
             capture_output=True, text=True, env=environ, timeout=300, check=False)
         result = module_result(_module, proc)
         failed = bool(result.get('failed'))

@@ -277,3 +277,21 @@ def test_effects_in_check_mode_and_nothing_written(run_module, workdir):
     assert dropin in res['diff']['after_header'] and 'kata-qemu' in res['diff']['after']
     assert (read(main, 'rb'), read(dropin, 'rb')) == before
     assert not [n for n in os.listdir(os.path.dirname(dropin)) if n.endswith('.nodeguard-tmp')]
+
+
+def test_no_containerd_anywhere_warns_loudly(run_module, config, tmp_path):
+    """validate: auto used to skip silently when containerd was not on PATH: now the result says so."""
+    assert shutil.which('unshare') and os.geteuid() == 0, 'needs root and unshare (util-linux)'
+    assert not any(os.path.exists(os.path.join(d, 'containerd')) for d in ('/usr/local/bin', '/opt/bin', '/usr/sbin',
+                                                                           '/usr/local/sbin')), 'host layout changed'
+    path = config('v2_kubeadm.toml')
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    # a private mount namespace where /usr/bin (Debian's containerd) is an empty folder
+    hide = [shutil.which('unshare'), '--mount', '--propagation', 'private', '--', '/bin/sh', '-c',
+            '%s --bind "$0" /usr/bin && exec "$@"' % shutil.which('mount'), str(empty)]
+    res = run_module('containerd_runtime', path=path, name='kata', owner='coco', runtime_type=KATA_TYPE,
+                     inherit='none', env={'PATH': str(empty)}, prefix=hide)
+    assert res['changed'] and res['validated'].startswith('not validated by containerd')
+    assert any("nodeguard's own model" in w and 'containerd_bin' in w for w in res['warnings']), res['warnings']
+    assert 'confirmed_by' not in res['effects'][0]
