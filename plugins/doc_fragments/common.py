@@ -37,6 +37,11 @@ options:
       - How the candidate file is checked before it replaces the config.
       - V(auto) runs the node's own C(containerd --config <candidate> config dump) (see O(containerd_bin)).
         When no binary is found the task warns loudly that the change was judged on nodeguard's own model only.
+      - V(load) does that and also starts the node's containerd on the candidate tree in isolation (private
+        network, mount and PID namespaces, private root, state and socket; device-touching snapshotters disabled)
+        and requires its CRI plugins to load, then stops it (about a second; see C(docs/preflight.md)).
+        C(config dump) accepts configs whose CRI plugin then fails in the daemon; this catches them. It needs root
+        and C(unshare), and fails clearly when it cannot run.
       - Any other string is a command run on the candidate; it must contain C(%s), which is replaced
         by the candidate's path. The candidate sits in the config's own folder, so relative imports resolve.
       - V(none) skips the command.

@@ -454,7 +454,8 @@ def _validate_candidate(module, ctx, main, target, view, tmp):
         else:
             main_tmp = write_temp(main.path, _candidate_main(main, view, target, tmp))
             candidate = main_tmp
-        checked = run_validate(ctx.run_command, validate, ctx.containerd_bin, candidate)
+        dump_mode = 'auto' if validate == 'load' else validate
+        checked = run_validate(ctx.run_command, dump_mode, ctx.containerd_bin, candidate)
         if checked is not None and checked[1] != 0:
             cmd, rc, out, err = checked
             detail = (err or out).strip().splitlines()
@@ -462,8 +463,14 @@ def _validate_candidate(module, ctx, main, target, view, tmp):
                               % (target.path, ' '.join(cmd).replace(candidate, '%s'), rc,
                                  ' | '.join(detail[-3:]) or 'no output'), key=None)
         if not ctx.containerd_bin:
+            if validate == 'load':
+                raise ConfigError('refusing to write %s: validate: load starts the node\'s containerd on the candidate, '
+                                  'but no containerd binary was found in PATH or %s. Nothing was written. Fix: set '
+                                  'containerd_bin.' % (target.path, ', '.join(CONTAINERD_DIRS)), key='validate')
             return None, 'not validated by containerd: no containerd binary in PATH or %s' % ', '.join(CONTAINERD_DIRS)
-        out = checked[2] if checked is not None and validate == 'auto' else None
+        if validate == 'load':
+            _load_test_or_fail(ctx, target, candidate)
+        out = checked[2] if checked is not None and dump_mode == 'auto' else None
         if out is None:
             rc, out, err = ctx.run_command([ctx.containerd_bin, '--config', candidate, 'config', 'dump'])
             if rc != 0:
@@ -476,6 +483,18 @@ def _validate_candidate(module, ctx, main, target, view, tmp):
     finally:
         if main_tmp:
             remove_quietly(main_tmp)
+
+
+def _load_test_or_fail(ctx, target, candidate):
+    """validate: load - start the node's containerd on the candidate in isolation; its CRI plugins must load."""
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import STATUS_OK, load_test
+    res = load_test(ctx.containerd_bin, candidate, run_command=ctx.run_command)
+    if res.status != STATUS_OK:
+        raise ConfigError('refusing to write %s: validate: load - %s Nothing was written.'
+                          % (target.path, res.message().replace(candidate, target.path + ' (candidate)')),
+                          key='validate', load_test=res.as_dict())
+    for skipped in res.skipped:
+        ctx.warn('%s: the load test skipped %s' % (target.path, skipped))
 
 
 def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_override=False):
@@ -542,7 +561,7 @@ def _transaction(module, ctx, edit, ignore_missing_imports, allow_plugin_overrid
     backup_file = None
     try:
         validate = params.get('validate')
-        if validate not in (None, 'auto', 'none') and '%s' not in validate:
+        if validate not in (None, 'auto', 'none', 'load') and '%s' not in validate:
             raise ConfigError('validate must contain %%s (replaced by the candidate file), got %r. Nothing was '
                               'written. Fix: e.g. validate: "containerd --config %%s config dump".' % validate,
                               key='validate')

@@ -295,3 +295,31 @@ def test_no_containerd_anywhere_warns_loudly(run_module, config, tmp_path):
     assert res['changed'] and res['validated'].startswith('not validated by containerd')
     assert any("nodeguard's own model" in w and 'containerd_bin' in w for w in res['warnings']), res['warnings']
     assert 'confirmed_by' not in res['effects'][0]
+
+
+def test_validate_load_catches_what_config_dump_accepts(run_module, config):
+    """`systemd_cgroup = true` (meant: runc's SystemdCgroup) passes config dump; 1.6's CRI plugin then fails."""
+    path = config('v2_kubeadm.toml')
+    before = read(path, 'rb')
+    key = 'plugins."io.containerd.grpc.v1.cri".systemd_cgroup'
+    res = run_module('containerd_setting', path=path, raw=True, key=key, value=True, owner='ops',
+                     containerd_bin=CONTAINERD_1, validate='load', expect_fail=True)
+    assert 'validate: load' in res['msg'] and 'io.containerd.grpc.v1.cri' in res['msg']
+    assert 'only works for runtime io.containerd.runtime.v1.linux' in res['msg'] and path in res['msg']
+    assert res['load_test']['status'] == 'failed' and read(path, 'rb') == before
+    # config dump alone (validate: auto) accepts the same candidate: that is why the load test exists
+    res = run_module('containerd_setting', path=path, raw=True, key=key, value=True, owner='ops',
+                     containerd_bin=CONTAINERD_1)
+    assert res['changed'] and res['validated'] == 'config dump'
+    run_module('containerd_setting', path=path, raw=True, key=key, owner='ops', state='absent')
+    assert read(path, 'rb') == before
+
+
+@pytest.mark.parametrize('label', ['1.7', '2.1'])
+def test_validate_load_passes_a_good_edit(run_module, workdir, label):
+    binary = {'1.7': CONTAINERD_17, '2.1': CONTAINERD_2}[label]
+    assert binary, 'run make deps'
+    main, dropin = nvidia_tree(workdir, 'c16' if label == '1.7' else 'c2')
+    res = run_module('containerd_runtime', path=main, name='kata-qemu', owner='coco', runtime_type=KATA_TYPE,
+                     inherit='none', default=True, containerd_bin=binary, validate='load')
+    assert res['changed'] and res['file'] == dropin and all(e['in_effect'] for e in res['effects'])
