@@ -1,0 +1,234 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: containerd_preflight
+short_description: Start the node's containerd on a config in a sandbox and require the CRI plugin to load
+version_added: 0.2.0
+description:
+  - A real-load test of a containerd config. C(containerd config dump) accepts configs whose CRI plugin
+    then fails to load in the daemon (for example C(default_runtime_name = "runc") with a runtimes table
+    that has no C(runc) on containerd 1.6); only starting the daemon shows that.
+  - Starts the node's own containerd binary on O(path) in a private mount, network and PID namespace, with
+    a private root, state folder and socket, reads the plugin list with the C(ctr) beside the binary (or from
+    containerd's log when there is no C(ctr)), requires the CRI plugins to be C(ok), and stops it.
+  - The daemon reads the file at its own path, so relative imports and globs resolve as on the node, and
+    merges the imports itself.
+  - Leaves nothing on the host. Settings that would make the daemon touch the host (socket paths, the opt
+    and NRI folders, snapshotter root paths, C([cgroup] path), proxy plugin sockets) are pointed into the
+    private folder in private copies of the files, bind-mounted over the originals inside the namespace
+    only; C(/run) is a copy-on-write overlay there. The device snapshotters (devmapper, zfs, btrfs, aufs,
+    blockfile, erofs) are never started. What was not exercised is listed in RV(skipped).
+  - Read-only. It writes nothing on the host, so it also runs in check mode, and never reports a change.
+  - Needs root and C(unshare) (util-linux). When the test cannot be made, the module fails with
+    RV(status=cannot_run); it never passes silently.
+author:
+  - nodeguard maintainers (@nodeguard)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Nothing is written on the host; the test runs in check mode too.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  path:
+    description:
+      - The config file to test. It need not be C(/etc/containerd/config.toml); its imports are read by
+        the daemon from where they are.
+    type: path
+    default: /etc/containerd/config.toml
+    aliases: [dest]
+  containerd_bin:
+    description:
+      - The node's containerd binary.
+      - By default C(containerd) is searched in PATH, then C(/usr/bin), C(/usr/local/bin), C(/opt/bin),
+        C(/usr/sbin) and C(/usr/local/sbin).
+    type: path
+  timeout:
+    description:
+      - Seconds for the whole test, start to plugin list. The daemon is killed when they run out and the
+        module fails with RV(status=timeout).
+    type: float
+    default: 20
+  required_plugins:
+    description:
+      - Plugin ids that must load (status C(ok)).
+      - By default the CRI plugins of the binary's version, C(io.containerd.grpc.v1.cri) on containerd 1.x,
+        and C(io.containerd.grpc.v1.cri), C(io.containerd.cri.v1.runtime), C(io.containerd.cri.v1.images)
+        on 2.x.
+    type: list
+    elements: str
+notes:
+  - Cost is about one containerd start, a few tenths of a second (see C(docs/preflight.md) for measured figures).
+  - The result is the daemon's own verdict on the merged config. Whether a device snapshotter named by
+    the CRI config works on this node is not tested; the CRI plugin is loaded with the C(native)
+    snapshotter in its place, and RV(skipped) says so.
+seealso:
+  - module: nodeguard.containerd.containerd_setting
+  - module: nodeguard.containerd.containerd_runtime
+'''
+
+EXAMPLES = r'''
+- name: Refuse to restart containerd on a config it would not load
+  nodeguard.containerd.containerd_preflight:
+    path: /etc/containerd/config.toml
+  become: true
+
+- name: containerd from the upstream tarball, a longer limit on a busy node
+  nodeguard.containerd.containerd_preflight:
+    containerd_bin: /usr/local/bin/containerd
+    timeout: 60
+  become: true
+
+- name: Warn instead of failing where the test cannot run (no root, no unshare)
+  nodeguard.containerd.containerd_preflight:
+  register: preflight
+  failed_when: preflight.status not in ['ok', 'cannot_run']
+
+- name: Require a plugin of your own as well
+  nodeguard.containerd.containerd_preflight:
+    required_plugins:
+      - io.containerd.grpc.v1.cri
+      - io.containerd.nri.v1.nri
+  become: true
+'''
+
+RETURN = r'''
+changed:
+  description: Always false; nothing is written.
+  returned: always
+  type: bool
+status:
+  description:
+    - V(ok) the daemon started and every required plugin is C(ok).
+    - V(failed) the daemon refused the config, or a required plugin is not C(ok).
+    - V(timeout) no answer within O(timeout).
+    - V(cannot_run) the test could not be made (not root, no C(unshare), no binary, no such file).
+  returned: always
+  type: str
+  sample: failed
+path:
+  description: The config file that was tested.
+  returned: always
+  type: str
+containerd_bin:
+  description: The containerd binary that was started.
+  returned: always
+  type: str
+containerd_version:
+  description: Its version, from C(--version).
+  returned: when the binary ran
+  type: str
+  sample: 1.6.20
+required:
+  description: Status of each required plugin (V(ok), V(error), V(skip), or V(missing) when not listed).
+  returned: always
+  type: dict
+  sample: {"io.containerd.grpc.v1.cri": "error"}
+plugins:
+  description: Status of every plugin the daemon listed.
+  returned: always
+  type: dict
+errors:
+  description: What failed, naming the file, the plugin and containerd's own error text.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - >-
+      /etc/containerd/config.toml: containerd 1.6.20 starts, but its plugin io.containerd.grpc.v1.cri is error:
+      invalid plugin config: no corresponding runtime configured in `containerd.runtimes` for `containerd`
+      `default_runtime_name = "runc"`
+plugin_warnings:
+  description: Plugins that are not required and failed to load.
+  returned: always
+  type: list
+  elements: str
+skipped:
+  description: What the test deliberately did not exercise, and why.
+  returned: always
+  type: list
+  elements: str
+seconds:
+  description: Wall time of the test.
+  returned: always
+  type: float
+method:
+  description: Where the plugin list came from, V(ctr) or V(log).
+  returned: when the daemon started
+  type: str
+log_tail:
+  description: The last lines of containerd's log.
+  returned: always
+  type: str
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import (
+    STATUS_OK,
+    load_test,
+)
+
+CONTAINERD_DIRS = ['/usr/bin', '/usr/local/bin', '/opt/bin', '/usr/sbin', '/usr/local/sbin']
+
+
+def find_containerd(module):
+    given = module.params.get('containerd_bin')
+    if given:
+        return given
+    return module.get_bin_path('containerd') or next(
+        (os.path.join(d, 'containerd') for d in CONTAINERD_DIRS if os.access(os.path.join(d, 'containerd'), os.X_OK)),
+        None)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type='path', default='/etc/containerd/config.toml', aliases=['dest']),
+            containerd_bin=dict(type='path'),
+            timeout=dict(type='float', default=20.0),
+            required_plugins=dict(type='list', elements='str'),
+        ),
+        supports_check_mode=True,
+    )
+    path = module.params['path']
+    binary = find_containerd(module)
+
+    def run_command(cmd):
+        return module.run_command(cmd)
+
+    res = load_test(binary, path, run_command=run_command, timeout=module.params['timeout'],
+                    required=module.params['required_plugins'])
+    out = dict(changed=False, status=res.status, path=path, containerd_bin=binary,
+               containerd_version=res.containerd_version, required=res.required, plugins=res.plugins,
+               errors=res.errors, plugin_warnings=res.warnings, skipped=res.skipped, seconds=res.seconds,
+               method=res.method, log_tail=res.log_tail)
+    for warning in res.warnings:
+        module.warn(warning)
+    if res.status != STATUS_OK:
+        if binary is None:
+            out['msg'] = ('%s: the containerd load test cannot run: no containerd binary in PATH or %s. Fix: set '
+                          'containerd_bin.' % (path, ', '.join(CONTAINERD_DIRS)))
+        else:
+            out['msg'] = res.message()
+        module.fail_json(**out)
+    out['msg'] = res.message()
+    module.exit_json(**out)
+
+
+if __name__ == '__main__':
+    main()

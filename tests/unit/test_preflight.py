@@ -1,0 +1,688 @@
+# -*- coding: utf-8 -*-
+"""_preflight.load_test against the real containerd 1.6, 1.7 and 2.1 (no mocks).
+
+The point of the load test: `containerd config dump` exits 0 on configs the
+daemon then refuses (or whose CRI plugin then fails).  Each case asserts
+both halves where that is the claim.
+
+The no-trace tests run the load test inside a *watched view* of the host: a
+private mount namespace where /etc, /opt, /var, /usr, /root, /home, /srv and
+/run are overlays whose upper layers record every write, and /tmp is an
+empty tmpfs.  Other engineers' processes on this machine cannot disturb the
+view, and anything the load test leaves in any of those folders shows up in
+an upper layer.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+
+from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import (
+    CRI_V2,
+    CRI_V3_IMAGES,
+    CRI_V3_RUNTIME,
+    dump_toml,
+    load_test,
+    parse_log,
+)
+
+BINARIES = {'1.6': CONTAINERD_1, '1.7': CONTAINERD_17, '2.1': CONTAINERD_2}
+
+
+def binary(version):
+    b = BINARIES[version]
+    if not b:
+        pytest.fail('containerd %s is not on this machine: run `make deps`' % version)
+    return b
+
+
+def dump(b, path):
+    proc = subprocess.run([b, '--config', path, 'config', 'dump'], capture_output=True, text=True, timeout=60)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+# `containerd config default` trimmed to what a kubeadm node has
+GOOD = {
+    '1.6': '''version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "runc"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = true
+''',
+    '2.1': '''version = 3
+[plugins.'io.containerd.cri.v1.runtime'.containerd]
+  default_runtime_name = 'runc'
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+  runtime_type = 'io.containerd.runc.v2'
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  SystemdCgroup = true
+''',
+}
+GOOD['1.7'] = GOOD['1.6']
+
+# nvidia-ctk v1.17.8 `runtime configure --runtime=containerd` on Debian 12's
+# shipped config.toml, byte for byte as the real toolkit wrote it
+# (/work/shared/fixtures/nvidia-ctk/states/
+#  ctk-v1.17.8-nvidia-ctk-debian-shipped-config-default.configured.config.toml)
+CTK_DEBIAN_CONFIGURED = '''version = 2
+
+[plugins]
+
+  [plugins."io.containerd.grpc.v1.cri"]
+
+    [plugins."io.containerd.grpc.v1.cri".cni]
+      bin_dir = "/usr/lib/cni"
+      conf_dir = "/etc/cni/net.d"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes]
+
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+          privileged_without_host_devices = false
+          runtime_engine = ""
+          runtime_root = ""
+          runtime_type = "io.containerd.runc.v2"
+
+          [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+            BinaryName = "/usr/bin/nvidia-container-runtime"
+
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "/var/lib/containerd/opt"
+'''
+CTK_SHARED = '/work/shared/fixtures/nvidia-ctk/states/ctk-v1.17.8-nvidia-ctk-debian-shipped-config-default.configured.config.toml'
+
+
+@pytest.fixture
+def etc(tmp_path):
+    d = tmp_path / 'etc' / 'containerd'
+    d.mkdir(parents=True)
+
+    def write(text, name='config.toml'):
+        p = d / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+        return str(p)
+    return write
+
+
+@pytest.fixture
+def parent():
+    """A parent folder for the load test's private folder, so that what it
+    leaves (nothing) is told apart from other runs on this machine."""
+    d = tempfile.mkdtemp(prefix='ng-pf-parent-')
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def processes_under(folder):
+    found = []
+    for pid in os.listdir('/proc'):
+        if pid.isdigit():
+            try:
+                with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                    if folder.encode() in f.read():
+                        found.append(pid)
+            except OSError:
+                pass
+    return found
+
+
+# ---------------------------------------------------------------- verdicts
+
+@pytest.mark.parametrize('version', ['1.6', '1.7', '2.1'])
+def test_good_config_loads(etc, version):
+    path = etc(GOOD[version])
+    res = load_test(binary(version), path)
+    assert res.status == 'ok', res.errors
+    assert res.ok
+    expected = [CRI_V2] if version != '2.1' else [CRI_V2, CRI_V3_RUNTIME, CRI_V3_IMAGES]
+    assert sorted(res.required) == sorted(expected)
+    assert set(res.required.values()) == {'ok'}
+    assert res.containerd_version.startswith(version + '.')
+    assert res.method == 'ctr'
+    assert res.plugins[CRI_V2] == 'ok' and len(res.plugins) > 20
+    assert res.errors == []
+    assert 0 < res.seconds < 20
+
+
+def test_toolkit_config_that_config_dump_accepts_fails_the_load_test(etc):
+    if os.path.exists(CTK_SHARED):
+        with open(CTK_SHARED) as f:
+            assert f.read() == CTK_DEBIAN_CONFIGURED
+    path = etc(CTK_DEBIAN_CONFIGURED)
+    rc, _out, err = dump(binary('1.6'), path)
+    assert rc == 0, err  # the validator everyone uses says yes
+    res = load_test(binary('1.6'), path)
+    assert res.status == 'failed' and not res.ok
+    assert res.required == {CRI_V2: 'error'}
+    assert len(res.errors) == 1
+    assert path in res.errors[0] and CRI_V2 in res.errors[0]
+    assert 'no corresponding runtime configured in `containerd.runtimes`' in res.errors[0]
+    assert 'default_runtime_name = \\"runc\\"' in res.errors[0] or 'default_runtime_name = "runc"' in res.errors[0]
+
+
+def test_type_error_refused_by_16(etc):
+    path = etc('version = 2\n[plugins."io.containerd.gc.v1.scheduler"]\n  pause_threshold = 1\n')
+    res = load_test(binary('1.6'), path)
+    assert res.status == 'failed'
+    assert res.required == {}  # it never got as far as plugins
+    assert path in res.errors[0]
+    assert "Can't convert 1(int64) to float64" in res.errors[0]
+    # containerd's own position, in the original file (line 3), not in the private copy
+    assert '(3, 3)' in res.errors[0]
+    # and with 0.02 it loads: the verdict is about the value, not the table
+    ok = load_test(binary('1.6'), etc('version = 2\n[plugins."io.containerd.gc.v1.scheduler"]\n'
+                                      '  pause_threshold = 0.02\n', 'float.toml'))
+    assert ok.status == 'ok', ok.errors
+
+
+def test_missing_import_on_21_config_dump_accepts_daemon_refuses(etc, tmp_path):
+    missing = str(tmp_path / 'nope.toml')
+    path = etc("version = 3\nimports = ['%s']\n" % missing)
+    rc, _out, err = dump(binary('2.1'), path)
+    assert rc == 0, err
+    res = load_test(binary('2.1'), path)
+    assert res.status == 'failed'
+    assert path in res.errors[0]
+    assert 'open %s: no such file or directory' % missing in res.errors[0]
+
+
+def test_imports_are_read_and_merged_by_the_daemon(etc):
+    """A candidate beside the real file (the engine's temp name), with a glob
+    import: on 1.x the drop-in's CRI table replaces the main one whole, and
+    the daemon itself says so; 2.1 deep-merges the same drop-in."""
+    dropin = etc('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n'
+                 '  runtime_type = "io.containerd.kata.v2"\n', 'conf.d/50-kata.toml')
+    folder = os.path.dirname(dropin)
+    absolute = etc(GOOD['1.6'].replace('version = 2\n', 'version = 2\nimports = ["%s/*.toml"]\n' % folder),
+                   '.config.toml.a1b2.nodeguard-tmp')
+    relative = etc(GOOD['1.6'].replace('version = 2\n', 'version = 2\nimports = ["conf.d/*.toml"]\n'),
+                   '.config.toml.c3d4.nodeguard-tmp')
+    for version, path in (('1.6', absolute), ('1.7', absolute), ('1.7', relative)):
+        res = load_test(binary(version), path)
+        assert res.status == 'failed', (version, path)
+        assert 'no corresponding runtime configured' in res.errors[0]
+    # measured: 1.6.20 expands a relative glob against its working folder
+    # (/ under systemd, and in the preflight), not the importing file's
+    # folder, so there the drop-in is not loaded at all and CRI is ok
+    res = load_test(binary('1.6'), relative)
+    assert res.status == 'ok', res.errors
+    etc(GOOD['2.1'], 'v3.toml')
+    etc("version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.kata]\n"
+        "  runtime_type = 'io.containerd.kata.v2'\n", 'conf3.d/50-kata.toml')
+    candidate = etc(GOOD['2.1'].replace('version = 3\n', "version = 3\nimports = ['conf3.d/*.toml']\n"),
+                    '.v3.toml.x1y2.nodeguard-tmp')
+    res = load_test(binary('2.1'), candidate)
+    assert res.status == 'ok', res.errors
+
+
+def test_version_3_file_under_16_still_needs_the_version_2_cri(etc):
+    """1.6 ignores a version 3 layout; what it loads is its defaults, and CRI is ok.
+    A required plugin of another version's id is reported missing."""
+    path = etc(GOOD['2.1'])
+    res = load_test(binary('1.6'), path, required=[CRI_V2, CRI_V3_RUNTIME])
+    assert res.status == 'failed'
+    assert res.required == {CRI_V2: 'ok', CRI_V3_RUNTIME: 'missing'}
+    assert CRI_V3_RUNTIME in res.errors[0] and 'missing' in res.errors[0]
+
+
+def test_disabled_cri_is_a_failure(etc):
+    path = etc('version = 2\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n')
+    res = load_test(binary('1.6'), path)
+    assert res.status == 'failed'
+    assert res.required == {CRI_V2: 'missing'}
+    assert 'disabled_plugins' in res.errors[0]
+
+
+# ---------------------------------------------------------------- device snapshotters
+
+DEVMAPPER = {
+    '1.6': '''version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "devmapper"
+[plugins."io.containerd.snapshotter.v1.devmapper"]
+  pool_name = "ng-preflight-test-pool"
+  root_path = "%(root)s"
+  base_image_size = "8GB"
+''',
+    '2.1': '''version = 3
+required_plugins = ['io.containerd.snapshotter.v1.devmapper']
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = 'devmapper'
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+  runtime_type = 'io.containerd.runc.v2'
+  snapshotter = 'zfs'
+[plugins.'io.containerd.snapshotter.v1.devmapper']
+  pool_name = 'ng-preflight-test-pool'
+  root_path = '%(root)s'
+  base_image_size = '8GB'
+''',
+}
+
+
+def dm_state():
+    names = sorted(os.listdir('/dev/mapper')) if os.path.isdir('/dev/mapper') else []
+    loops = sorted(n for n in os.listdir('/sys/block') if n.startswith('loop')
+                   and os.path.exists('/sys/block/%s/loop/backing_file' % n))
+    return names, loops
+
+
+@pytest.mark.parametrize('version', ['1.6', '2.1'])
+def test_devmapper_config_is_skipped_and_host_untouched(etc, tmp_path, version):
+    root = str(tmp_path / 'var-lib-devmapper')
+    path = etc(DEVMAPPER[version] % {'root': root})
+    before = dm_state()
+    res = load_test(binary(version), path)
+    assert res.status == 'ok', res.errors   # CRI loads, with the stand-in snapshotter
+    assert 'io.containerd.snapshotter.v1.devmapper' not in res.plugins  # disabled: never initialised
+    skipped = ' '.join(res.skipped)
+    assert 'devmapper is configured' in skipped
+    assert 'names the devmapper snapshotter' in skipped and 'native' in skipped
+    if version == '2.1':
+        assert 'names the zfs snapshotter' in skipped
+        assert 'required_plugins names io.containerd.snapshotter.v1.devmapper' in skipped
+    assert not os.path.exists(root)          # its root_path was never created
+    assert dm_state() == before              # no device-mapper or loop device appeared
+
+
+def test_without_the_stand_in_cri_would_fail(etc):
+    """Why the stand-in exists: with devmapper disabled and named by CRI, 1.6's CRI refuses to load.
+    (Here the user disabled it: the preflight must not hide that.)"""
+    path = etc('version = 2\ndisabled_plugins = ["io.containerd.snapshotter.v1.devmapper"]\n'
+               '[plugins."io.containerd.grpc.v1.cri".containerd]\n  snapshotter = "overlayfs-nope"\n')
+    res = load_test(binary('1.6'), path)
+    assert res.status == 'failed'
+    assert 'failed to find snapshotter \\"overlayfs-nope\\"' in res.errors[0] \
+        or 'failed to find snapshotter "overlayfs-nope"' in res.errors[0]
+
+
+# ---------------------------------------------------------------- ctr or log
+
+@pytest.mark.parametrize('version', ['1.6', '1.7', '2.1'])
+def test_log_parsing_path_agrees_with_ctr(etc, version):
+    path = etc(GOOD[version])
+    with_ctr = load_test(binary(version), path)
+    from_log = load_test(binary(version), path, ctr=False)
+    assert with_ctr.method == 'ctr' and from_log.method == 'log'
+    assert from_log.status == with_ctr.status == 'ok'
+    assert from_log.required == with_ctr.required
+    # every plugin ctr lists as ok, the log lists as ok too
+    ok_ctr = set(p for p, s in with_ctr.plugins.items() if s == 'ok')
+    ok_log = set(p for p, s in from_log.plugins.items() if s == 'ok')
+    assert ok_ctr <= ok_log, ok_ctr - ok_log
+
+
+def test_log_parsing_path_reports_the_cri_error(etc):
+    path = etc(CTK_DEBIAN_CONFIGURED)
+    res = load_test(binary('1.6'), path, ctr=False)
+    assert res.method == 'log'
+    assert res.status == 'failed' and res.required == {CRI_V2: 'error'}
+    assert 'no corresponding runtime configured' in res.errors[0]
+
+
+def test_no_ctr_anywhere_uses_the_log(etc, tmp_path, monkeypatch):
+    lone = tmp_path / 'bin'
+    lone.mkdir()
+    shutil.copy(binary('2.1'), str(lone / 'containerd'))
+    monkeypatch.setenv('PATH', str(lone))
+    assert _preflight.sibling_ctr(str(lone / 'containerd')) is None
+    res = load_test(str(lone / 'containerd'), etc(GOOD['2.1']))
+    assert res.method == 'log'
+    assert res.status == 'ok', res.errors
+    assert set(res.required) == {CRI_V2, CRI_V3_RUNTIME, CRI_V3_IMAGES}
+
+
+def test_parse_log_both_formats():
+    v1 = ('time="t" level=info msg="loading plugin \\"io.containerd.grpc.v1.cri\\"..." type=io.containerd.grpc.v1\n'
+          'time="t" level=warning msg="failed to load plugin io.containerd.grpc.v1.cri" error="bad \\"x\\""\n'
+          'time="t" level=info msg="skip loading plugin \\"io.containerd.snapshotter.v1.zfs\\"..." error="no zfs"\n')
+    plugins, errors, booted, fatal = parse_log(v1)
+    assert plugins == {'io.containerd.grpc.v1.cri': 'error', 'io.containerd.snapshotter.v1.zfs': 'skip'}
+    assert errors['io.containerd.grpc.v1.cri'] == 'bad "x"'
+    assert not booted and fatal == []
+    v2 = ('time="t" level=info msg="loading plugin" id=io.containerd.cri.v1.images type=io.containerd.cri.v1\n'
+          'time="t" level=info msg="containerd successfully booted in 0.1s"\n'
+          'containerd: failed to load TOML: x\n')
+    plugins, errors, booted, fatal = parse_log(v2)
+    assert plugins == {'io.containerd.cri.v1.images': 'ok'} and booted
+    assert fatal == ['containerd: failed to load TOML: x']
+
+
+# ---------------------------------------------------------------- cannot run, bounded
+
+def test_cannot_run_without_the_binary(etc, tmp_path):
+    res = load_test(str(tmp_path / 'no-such-containerd'), etc(GOOD['1.6']))
+    assert res.status == 'cannot_run' and not res.ok
+    assert 'cannot run' in res.errors[0] and 'no-such-containerd' in res.errors[0]
+    assert res.required == {}
+
+
+def test_cannot_run_without_the_file(tmp_path):
+    res = load_test(binary('1.6'), str(tmp_path / 'none.toml'))
+    assert res.status == 'cannot_run' and 'no such file' in res.errors[0]
+
+
+def test_cannot_run_as_non_root(etc, tmp_path):
+    path = etc(GOOD['1.6'])
+    code = ('import sys, json; sys.path.insert(0, %r)\n'
+            'from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test\n'
+            'r = load_test(%r, %r); print(json.dumps([r.status, r.errors]))' % (COLLECTIONS_ROOT, binary('1.6'), path))
+    proc = subprocess.run(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', sys.executable, '-c', code],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    status, errors = json.loads(proc.stdout)
+    assert status == 'cannot_run'
+    assert 'must run as root' in errors[0]
+
+
+def test_timeout_kills_the_daemon_and_cleans_up(etc, parent):
+    res = load_test(binary('2.1'), etc(GOOD['2.1']), timeout=0.05, workdir=parent)
+    assert res.status == 'timeout' and not res.ok
+    assert 'did not answer within 0.05s' in res.errors[0]
+    assert os.listdir(parent) == []
+    assert processes_under(parent) == []
+
+
+def test_two_at_once(etc, parent):
+    paths = [etc(GOOD['1.6'], 'a.toml'), etc(CTK_DEBIAN_CONFIGURED, 'b.toml')]
+    results = {}
+
+    def run(p):
+        results[p] = load_test(binary('1.6'), p, workdir=parent)
+    threads = [threading.Thread(target=run, args=(p,)) for p in paths]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results[paths[0]].status == 'ok', results[paths[0]].errors
+    assert results[paths[1]].status == 'failed'
+    assert 'no corresponding runtime configured' in results[paths[1]].errors[0]
+    assert os.listdir(parent) == []
+    assert processes_under(parent) == []
+
+
+def test_plain_host_run_leaves_no_temp_dir_mount_or_process(etc, parent):
+    with open('/proc/self/mountinfo') as f:
+        mounts_before = f.read()
+    res = load_test(binary('1.7'), etc(GOOD['1.7']), workdir=parent)
+    assert res.status == 'ok', res.errors
+    assert os.listdir(parent) == []
+    with open('/proc/self/mountinfo') as f:
+        mounts_after = f.read()
+    assert 'nodeguard-preflight' not in mounts_after
+    assert mounts_after == mounts_before
+    assert processes_under(parent) == []
+
+
+# ---------------------------------------------------------------- the copy
+
+def test_dump_toml_round_trips_types():
+    import tomllib
+    data = {'version': 2, 'f': 0.5, 'i': 1, 'b': False, 's': 'a"b\\c\n\x7f', 'l': [1, 'x', [2]],
+            'imports': [], 'plugins': {'a.b': {'empty': {}, 'inl': [{'k': 1}]}}}
+    text = dump_toml(data)
+    assert tomllib.loads(text) == data
+    assert '[plugins."a.b".empty]' in text  # an empty table stays a table
+
+
+# ---------------------------------------------------------------- no trace
+
+HOSTILE = {
+    # every setting measured or known to make containerd write outside --root/--state
+    '1.6': '''version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+imports = ["%(conf)s/conf.d/*.toml"]
+[grpc]
+  address = "/run/containerd/containerd.sock"
+[ttrpc]
+  address = "/run/containerd/containerd.sock.ttrpc"
+[debug]
+  address = "/run/containerd/debug.sock"
+  format = "json"
+[cgroup]
+  path = "/%(cgroup)s"
+[proxy_plugins.nydus]
+  type = "snapshot"
+  address = "%(nydus)s"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "/var/lib/containerd/opt"
+[plugins."io.containerd.grpc.v1.cri".cni]
+  conf_dir = "/etc/cni/ng-preflight-missing.d"
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "overlayfs"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.snapshotter.v1.overlayfs"]
+  root_path = "/var/lib/containerd-ng-overlayfs"
+[plugins."io.containerd.snapshotter.v1.native"]
+  root_path = "/var/lib/containerd-ng-native"
+[plugins."io.containerd.snapshotter.v1.devmapper"]
+  pool_name = "ng-preflight-pool"
+  root_path = "/var/lib/containerd-ng-devmapper"
+''',
+    'dropin-1': '''version = 2
+[plugins."io.containerd.internal.v1.opt"]
+  path = "/opt/ng-preflight-opt-from-import"
+''',
+    '2.1': '''version = 3
+root = '/var/lib/containerd'
+state = '/run/containerd'
+imports = ['conf.d/*.toml']
+temp = '/var/lib/containerd-ng-temp'
+[grpc]
+  address = '/run/containerd/containerd.sock'
+[ttrpc]
+  address = '/run/containerd/containerd.sock.ttrpc'
+[debug]
+  address = '/run/containerd/debug.sock'
+[cgroup]
+  path = '/%(cgroup)s'
+[proxy_plugins.nydus]
+  type = 'snapshot'
+  address = '%(nydus)s'
+[plugins.'io.containerd.internal.v1.opt']
+  path = '/var/lib/containerd/opt'
+[plugins.'io.containerd.nri.v1.nri']
+  disable = false
+  socket_path = '/var/run/nri/nri.sock'
+[plugins.'io.containerd.cri.v1.runtime'.cni]
+  conf_dir = '/etc/cni/ng-preflight-missing.d'
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = 'nydus'
+[plugins.'io.containerd.snapshotter.v1.overlayfs']
+  root_path = '/var/lib/containerd-ng-overlayfs'
+[plugins.'io.containerd.snapshotter.v1.blockfile']
+  root_path = '/var/lib/containerd-ng-blockfile'
+  scratch_file = '/var/lib/containerd-ng-blockfile/scratch'
+''',
+    'dropin-2': '''version = 3
+[plugins.'io.containerd.internal.v1.opt']
+  path = '/opt/ng-preflight-opt-from-import'
+''',
+}
+HOSTILE['1.7'] = HOSTILE['1.6'].replace('[plugins."io.containerd.internal.v1.opt"]', '''
+[plugins."io.containerd.nri.v1.nri"]
+  disable = false
+  socket_path = "/var/run/nri/nri.sock"
+[plugins."io.containerd.internal.v1.opt"]''')
+
+WATCHED = ['/etc', '/opt', '/var', '/usr', '/root', '/home', '/srv', '/run']
+
+VIEW = r'''
+import json, os, socket, subprocess, sys, threading, time
+spec = json.loads(sys.argv[1])
+sys.path.insert(0, spec['collections'])
+cow = spec['cow']
+for d in spec['watched']:
+    if os.path.isdir(d) and not os.path.islink(d):
+        name = d.strip('/').replace('/', '_')
+        for sub in ('u', 'w'):
+            os.makedirs(os.path.join(cow, sub, name))
+        subprocess.check_call(['mount', '-t', 'overlay', 'watch', '-o', 'lowerdir=%s,upperdir=%s,workdir=%s'
+                               % (d, os.path.join(cow, 'u', name), os.path.join(cow, 'w', name)), d])
+subprocess.check_call(['mount', '-t', 'tmpfs', 'watch-tmp', '/tmp'])
+for path, text in spec['files'].items():
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+# a live "nydus" on the host: the preflight must never contact it
+os.makedirs(os.path.dirname(spec['nydus']), exist_ok=True)
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(spec['nydus'])
+srv.listen(8)
+contacts = []
+def accept():
+    while True:
+        try:
+            conn, _ = srv.accept()
+        except OSError:
+            return
+        contacts.append(1)
+        conn.close()
+threading.Thread(target=accept, daemon=True).start()
+
+def tree(root):
+    out = []
+    for base, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(base, n)
+            st = os.lstat(p)
+            out.append('%s %o %d' % (os.path.relpath(p, root), st.st_mode, 0 if os.path.isdir(p) else st.st_size))
+    return sorted(out)
+
+def unix_paths():
+    with open('/proc/net/unix') as f:
+        return sorted(set(line.split()[-1] for line in f.read().splitlines()[1:] if len(line.split()) > 7))
+
+def snapshot():
+    with open('/proc/self/mountinfo') as f:
+        mounts = sorted(' '.join(line.split()[3:5]) for line in f)
+    modules = None  # kernels without loadable modules have no /proc/modules
+    if os.path.exists('/proc/modules'):
+        with open('/proc/modules') as f:
+            modules = sorted(line.split()[0] for line in f)
+    cg = sorted(d for d in os.listdir('/sys/fs/cgroup') if os.path.exists(
+        os.path.join('/sys/fs/cgroup', d, spec['cgroup'])))
+    return {'writes': dict((n, tree(os.path.join(cow, 'u', n))) for n in sorted(os.listdir(os.path.join(cow, 'u')))),
+            'tmp': tree('/tmp'), 'mounts': mounts, 'modules': modules, 'cgroups': cg,
+            'unix': [p for p in unix_paths() if 'nodeguard-preflight' in p],  # filtered to this run below
+            'dm': sorted(os.listdir('/dev/mapper')) if os.path.isdir('/dev/mapper') else []}
+
+before = snapshot()
+from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
+made = []
+real_mkdtemp = _preflight.tempfile.mkdtemp
+def mkdtemp(*a, **kw):  # records the name of the private folder, to find its processes
+    made.append(real_mkdtemp(*a, **kw))
+    return made[-1]
+_preflight.tempfile.mkdtemp = mkdtemp
+res = _preflight.load_test(spec['binary'], spec['config'])
+after = snapshot()
+# sockets of this run's private folder (other runs on the machine have other folders)
+after['unix'] = [u for u in after['unix'] if made and u.startswith(made[0])]
+procs = []
+for pid in os.listdir('/proc'):
+    if pid.isdigit() and int(pid) != os.getpid():
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                cmdline = f.read()
+            if made and made[0].encode() in cmdline:
+                procs.append(cmdline.decode(errors='replace')[:200])
+        except OSError:
+            pass
+assert len(made) == 1 and made[0].startswith('/tmp/nodeguard-preflight-'), made
+print(json.dumps({'before': before, 'after': after, 'result': res.as_dict(), 'contacts': len(contacts),
+                  'made': made,
+                  'procs': procs}))
+'''
+
+
+@pytest.mark.parametrize('version', ['1.6', '1.7', '2.1'])
+def test_no_trace_on_the_host(version):
+    b = binary(version)
+    cow = tempfile.mkdtemp(prefix='ng-watch-', dir='/dev/shm')
+    tag = 'ng-preflight-test-%d' % os.getpid()
+    nydus = '/run/%s-nydus/containerd-nydus-grpc.sock' % tag
+    conf = '/etc/%s/containerd' % tag
+    major = '1' if version != '2.1' else '2'
+    spec = {
+        'collections': COLLECTIONS_ROOT, 'cow': cow, 'watched': WATCHED, 'binary': b, 'nydus': nydus,
+        'cgroup': tag, 'config': conf + '/config.toml',
+        'files': {conf + '/config.toml': HOSTILE[version] % {'cgroup': tag, 'nydus': nydus, 'conf': conf},
+                  conf + '/conf.d/10-opt.toml': HOSTILE['dropin-' + major]},
+    }
+    try:
+        env = dict(os.environ)
+        env.pop('TMPDIR', None)
+        proc = subprocess.run(['unshare', '--mount', '--propagation', 'private', sys.executable, '-c', VIEW,
+                               json.dumps(spec)], capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out = json.loads(proc.stdout)
+    finally:
+        shutil.rmtree(cow, ignore_errors=True)
+    res = out['result']
+    # the hostile config still loads, so the sandbox did not make it fail
+    assert res['status'] == 'ok', res['errors']
+    assert res['plugins'].get('io.containerd.snapshotter.v1.nydus') == 'ok'  # registered, never contacted
+    assert out['contacts'] == 0
+    before, after = out['before'], out['after']
+    for name in before['writes']:
+        assert after['writes'][name] == before['writes'][name], (name, sorted(
+            set(after['writes'][name]) - set(before['writes'][name])))
+    assert after['tmp'] == before['tmp'] == []   # its temp dir is gone
+    assert after['mounts'] == before['mounts']
+    assert after['modules'] == before['modules']
+    assert after['cgroups'] == before['cgroups'] == []
+    assert after['unix'] == [] and after['dm'] == before['dm']
+    assert out['procs'] == []
+    skipped = ' '.join(res['skipped'])
+    assert '[cgroup] path' in skipped and 'proxy plugin' in skipped
+
+
+def test_no_trace_view_sees_writes():
+    """The watched view is not blind: containerd started on the same hostile
+    config *without* the preflight's sandbox writes into the upper layers."""
+    b = binary('2.1')
+    cow = tempfile.mkdtemp(prefix='ng-watch-', dir='/dev/shm')
+    script = r'''
+import os, subprocess, sys, time
+cow, b, conf = sys.argv[1:4]
+for d in ('/var', '/run', '/opt'):
+    n = d.strip('/')
+    os.makedirs(cow + '/u/' + n); os.makedirs(cow + '/w/' + n)
+    subprocess.check_call(['mount', '-t', 'overlay', 'w', '-o', 'lowerdir=%s,upperdir=%s/u/%s,workdir=%s/w/%s'
+                           % (d, cow, n, cow, n), d])
+os.makedirs(os.path.dirname(conf), exist_ok=True)
+open(conf, 'w').write("version = 3\n[plugins.'io.containerd.internal.v1.opt']\n  path = '/var/lib/ng-unsandboxed-opt'\n")
+p = subprocess.Popen(['unshare', '--net', b, '--config', conf, '--address', cow + '/c.sock', '--root', cow + '/r',
+                      '--state', cow + '/s'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+time.sleep(1.5)
+p.terminate(); p.wait()
+for base, dirs, files in os.walk(cow + '/u'):
+    for n in dirs + files:
+        print(os.path.relpath(os.path.join(base, n), cow + '/u'))
+'''
+    try:
+        proc = subprocess.run(['unshare', '--mount', '--propagation', 'private', sys.executable, '-c', script, cow, b,
+                               '/run/ng-unsandboxed/config.toml'], capture_output=True, text=True, timeout=60)
+    finally:
+        subprocess.run(['umount', '-R', cow], capture_output=True)
+        shutil.rmtree(cow, ignore_errors=True)
+    assert proc.returncode == 0, proc.stderr
+    seen = proc.stdout.split()
+    assert 'var/lib/ng-unsandboxed-opt/bin' in seen
+    assert 'run/nri/nri.sock' in seen
