@@ -11,6 +11,7 @@ baseline name::
     <store>/<name>/<id>/manifest.json    what was copied, checksums, modes
     <store>/<name>/<id>/files/NNN-<base> byte copies of the config and imports
     <store>/<name>/<id>/ledger.json      copy of the engine's ledger (if any)
+    <store>/<name>/<id>/effective.toml   the node's ``containerd config dump`` of the tree (if any)
 
 A snapshot is built in a temporary folder beside the others, flushed,
 renamed to its id, and only then made current by renaming a new symlink over
@@ -56,6 +57,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._validate imp
 FORMAT = 1
 MANIFEST = 'manifest.json'
 LEDGER_COPY = 'ledger.json'
+DUMP_COPY = 'effective.toml'
 CURRENT = 'current'
 NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z')
 ID_RE = re.compile(r'^\d{8}T\d{6}\.\d{6}Z(-\d+)?$')
@@ -321,6 +323,21 @@ class Baseline(object):
                               'Fix: take a new snapshot.' % self.folder, key='name')
         return raw
 
+    def dump_data(self):
+        """The stored ``config dump`` of the tree as data, or None (no binary at snapshot time, or an older baseline)."""
+        info = (self.manifest.get('effective') or {}).get('dump')
+        if not info:
+            return None
+        raw = read_bytes(os.path.join(self.folder, info['stored']))
+        if raw is None or sha256_bytes(raw) != info['sha256']:
+            raise ConfigError('the config dump copy in baseline %s is damaged (%s). Nothing was written. Fix: take '
+                              'a new snapshot (overwrite: true).' % (self.folder, 'missing' if raw is None else
+                                                                    'checksum mismatch'), key='name')
+        try:
+            return parse_toml(raw.decode('utf-8'))
+        except (TomlParseError, UnicodeDecodeError):
+            return None
+
     def public_files(self):
         out = []
         for rec in self.files:
@@ -422,8 +439,12 @@ class Store(object):
             n += 1
         return sid
 
-    def write(self, manifest, tree_files, ledger_raw, stamp):
-        """Write a new snapshot atomically and make it current; returns its folder."""
+    def write(self, manifest, tree_files, ledger_raw, stamp, dump_raw=None):
+        """Write a new snapshot atomically and make it current; returns its folder.
+
+        dump_raw: the bytes of ``containerd config dump`` of the tree, kept as
+        effective.toml (manifest['effective']['dump'] records it).
+        """
         self._check_ours()
         if not os.path.isdir(self.folder):
             os.makedirs(self.folder, 0o700)
@@ -443,6 +464,10 @@ class Store(object):
             if ledger_raw is not None:
                 _write_flushed(os.path.join(tmp, LEDGER_COPY), ledger_raw)
                 manifest['ledger']['stored'] = LEDGER_COPY
+            if dump_raw is not None:
+                _write_flushed(os.path.join(tmp, DUMP_COPY), dump_raw)
+                manifest['effective'] = dict(manifest.get('effective') or {})
+                manifest['effective']['dump'] = dict(stored=DUMP_COPY, sha256=sha256_bytes(dump_raw))
             sid = self._new_id(stamp)
             manifest['id'] = sid
             _write_flushed(os.path.join(tmp, MANIFEST),

@@ -22,7 +22,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_dri
     resolve_protect,
     same_tree,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigDocument, ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import _edit, dotted
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import set_in
 
@@ -125,24 +125,41 @@ def put_back(doc, src, path, base, cur):
         _add(doc, src, path, base)
 
 
-def repair(doc, baseline_doc, protect, clean_imports):
-    """The edit callback's work; returns the module's result values."""
+def repair(doc, baseline_doc, protect, clean_imports, shadowed=None):
+    """The edit callback's work; returns the module's result values.
+
+    shadowed(data_before, data_after): None when putting a key back in this
+    file is in effect, else dict(file=..., why=...) naming the later file
+    that hides it; such keys are left as they are and listed in ``left``.
+    """
     if baseline_doc.version != doc.version:
         raise ConfigError('%s declares version = %s but the baseline was taken of a version %s file: repair copies '
                           'keys between files of one config version. Nothing was written. Fix: use state: restore '
                           'to put the whole baseline back, or take a new snapshot.'
                           % (doc.path, doc.version, baseline_doc.version), key='version')
     restored = []
+    left = []
     for key in protect:
         path = resolve_protect(doc.layout, key)
         base = lookup(baseline_doc.data, path)
         cur = lookup(doc.data, path)
         if same_tree(base, cur):
             continue
+        change = 'added' if base is None else 'removed' if cur is None else 'changed'
+        if shadowed is not None:
+            trial = ConfigDocument(doc.path, doc.text, default_version=doc.version)
+            put_back(trial, baseline_doc, path, base, lookup(trial.data, path))
+            hidden = shadowed(doc.data, trial.data)
+            if hidden:
+                left.append(dict(key=key, path=dotted(path), file=doc.path, change=change,
+                                 shadowed_by=hidden.get('file'),
+                                 why='%s was %s in %s, but putting it back there would have no effect: %s. Left as '
+                                     'it is (it comes into effect again if that file goes: state: restore puts '
+                                     'the whole baseline back)' % (key, change, doc.path, hidden.get('why'))))
+                continue
         put_back(doc, baseline_doc, path, base, cur)
-        restored.append(dict(key=key, path=dotted(path),
-                             change='added' if base is None else 'removed' if cur is None else 'changed'))
+        restored.append(dict(key=key, path=dotted(path), change=change))
     imports = clean_imports(doc, drop_missing=True)
-    return dict(restored=[r['path'] for r in restored], restored_keys=restored,
+    return dict(restored=[r['path'] for r in restored], restored_keys=restored, left=left,
                 duplicates_removed=imports.get('duplicates_removed', []),
                 removed_missing=imports.get('removed_missing', []))

@@ -6,11 +6,13 @@
 Works whatever the current file is (missing, not TOML, not UTF-8): it is not
 read as a config, only compared.  Before anything is replaced, the tree as it
 will be after the restore (the baseline's files over what is on disk) is
-checked the way every write is: the engine's built-in checks and the
-``validate`` command.  Those run on a mirror of the tree in a temporary
-folder whose ``imports`` entries point into the mirror, because the files the
-restore brings back (a deleted drop-in) are not on disk yet.  A baseline that
-would not load is refused.
+checked the way every write is: the engine's built-in checks, the config
+version the node reads, the ``validate`` command (by default the node's
+``containerd config dump``) and a real start of the node's containerd on the
+tree in isolation (``load_test``).  Those run on a mirror of the tree in a
+temporary folder whose ``imports`` entries point into the mirror, because the
+files the restore brings back (a deleted drop-in) are not on disk yet.  A
+baseline that would not load is refused.
 
 Imported files are written first and the config last, each atomically, under
 the config's lock; then the ledger copy is put back so the ledger agrees with
@@ -24,9 +26,7 @@ __metaclass__ = type
 import errno
 import json
 import os
-import shutil
 import stat
-import tempfile
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
     atomic_write,
@@ -45,29 +45,15 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     ConfigError,
     lock_or_fail,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_effective import Mirror, judge_tree
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
-    check_tree,
-    run_validate,
-)
 
 
-def _rebase_imports(text, mirror):
-    """The file's text with absolute imports entries moved into the mirror."""
-    import tomlkit
-    doc = tomlkit.parse(text)
-    imports = doc.get('imports')
-    if not isinstance(imports, list):
-        return text
-    doc['imports'] = [mirror + e if isinstance(e, str) and os.path.isabs(e) else e for e in imports]
-    return tomlkit.dumps(doc)
-
-
-def validate_candidate(ctx, validate, path, overlay):
+def validate_candidate(ctx, validate, path, overlay, load_test=True):
     """Refuse (ConfigError) a restore whose result containerd would not load.
 
     overlay: path -> (bytes, Attrs) of the files the restore writes.
-    Returns the Tree as it will be after the restore.
+    Returns (the Tree as it will be after the restore, the Judgement of it).
     """
     tree = read_tree(path, True, OverlaySource(overlay))
     main = tree.config
@@ -80,33 +66,13 @@ def validate_candidate(ctx, validate, path, overlay):
         ConfigDocument(path, main.text)
     except ConfigError as exc:
         raise ConfigError('refusing to restore %s: in the baseline copy, %s %s' % (path, exc, broken), key='name')
-    mirror = tempfile.mkdtemp(prefix='nodeguard-restore-')
-    try:
-        for tf in tree.files:
-            dest = mirror + tf.path
-            if not os.path.isdir(os.path.dirname(dest)):
-                os.makedirs(os.path.dirname(dest), 0o700)
-            raw = tf.raw
-            if tf.data is not None and 'imports' in tf.data:
-                raw = _rebase_imports(tf.text, mirror).encode('utf-8')
-            with open(dest, 'wb') as f:
-                f.write(raw)
-        mirror_main = mirror + path
-        data = ConfigDocument(mirror_main, read_bytes(mirror_main).decode('utf-8')).data
-        errors = [e.replace(mirror, '') for e in check_tree(mirror_main, data, ctx.containerd_version)]
-        if errors:
-            raise ConfigError('refusing to restore %s: with the baseline\'s files in place the config would not '
-                              'load. %s %s' % (path, ' '.join(errors), broken), key='name', check_errors=errors)
-        checked = run_validate(ctx.run_command, validate, ctx.containerd_bin, mirror_main)
-        if checked is not None and checked[1] != 0:
-            cmd, rc, out, err = checked
-            detail = [line.replace(mirror, '') for line in (err or out).strip().splitlines()]
-            raise ConfigError('refusing to restore %s: validation "%s" of the baseline failed (rc=%s): %s. %s'
-                              % (path, ' '.join(cmd).replace(mirror_main, '%s'), rc,
-                                 ' | '.join(detail[-3:]) or 'no output', broken), key='name')
-    finally:
-        shutil.rmtree(mirror, ignore_errors=True)
-    return tree
+    with Mirror(tree.files, path) as mirror:
+        judged = judge_tree(ctx, mirror.main, mirror.main_data, validate, load_test, mirror)
+    if judged.problems:
+        raise ConfigError('refusing to restore %s: with the baseline\'s files in place the config would not '
+                          'load. %s %s' % (path, ' '.join(judged.problems), broken), key='name',
+                          check_errors=judged.problems, validated=judged.as_dict())
+    return tree, judged
 
 
 def _current(dest):
@@ -181,7 +147,7 @@ def restore(module, ctx, baseline, path, target, overrides):
         if os.path.isdir(folder):
             lock = lock_or_fail(target, params['lock_timeout'])
             clean_stale_temps(target)
-        tree = validate_candidate(ctx, params.get('validate'), path, files)
+        tree, judged = validate_candidate(ctx, params.get('validate'), path, files, params.get('load_test', True))
         plans = []
         for rec in [r for r in baseline.files if r['role'] != 'config'] + [config_rec]:
             raw = files[rec['path']][0]
@@ -206,7 +172,7 @@ def restore(module, ctx, baseline, path, target, overrides):
             ctx.warn('%s is imported by %s (entry %r) but was not in baseline %s; it was left as it is and '
                      'containerd will load it.' % (tf.path, tf.imported_by, tf.entry, manifest.get('name')))
         result = dict(changed=any(p.needed for p in plans) or ledger_action is not None,
-                      restored=[p.dest for p in plans if p.needed], ledger=ledger_action,
+                      restored=[p.dest for p in plans if p.needed], ledger=ledger_action, validated=judged.as_dict(),
                       created_files=[p.dest for p in plans if p.current is None])
         if module._diff:
             result['diff'] = [dict(before=_text(p.current), after=_text(p.raw),

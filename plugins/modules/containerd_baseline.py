@@ -482,6 +482,9 @@ def main():
         protect=dict(type='list', elements='str'),
         overwrite=dict(type='bool', default=False),
         keep=dict(type='int', default=3),
+        allow_broken=dict(type='bool', default=False),
+        load_test=dict(type='bool', default=True),
+        edit_in=dict(type='str', default='auto', choices=['auto', 'config']),
     )
     for key in COMMON_OPTIONS:
         argument_spec[key] = dict(COMMON_ARGUMENT_SPEC[key])

@@ -395,8 +395,13 @@ def test_broken_baseline_is_never_written(config, run_module, base):
            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
            '  runtime_type = "io.containerd.runc.v2"\n')
     path = config(bad)
-    snap = run_module(MOD, path=path, **base)
+    refused = run_module(MOD, path=path, expect_fail=True, **base)
+    assert 'no snapshot was taken' in refused['msg'] and 'default_runtime_name' in refused['msg']
+    assert 'allow_broken: true' in refused['msg']
+    assert not os.path.exists(os.path.join(base['store'], 'default', 'current'))
+    snap = run_module(MOD, path=path, allow_broken=True, **base)
     assert snap['changed'] and snap['problems'] and any('would not load' in w for w in snap['warnings'])
+    assert manifest_of(snap)['broken'] is True
     good = fixture_text('v2_kubeadm.toml')
     with open(path, 'w') as f:
         f.write(good)

@@ -64,7 +64,7 @@ def test_repair_of_an_untouched_file_changes_nothing():
     original = fixture_text('v2_kubeadm.toml')
     doc = doc_of(original)
     out = repair(doc, doc_of(original), DEFAULT_PROTECT, clean_imports)
-    assert out == dict(restored=[], restored_keys=[], duplicates_removed=[], removed_missing=[])
+    assert out == dict(restored=[], restored_keys=[], left=[], duplicates_removed=[], removed_missing=[])
     assert doc.text == original
 
 

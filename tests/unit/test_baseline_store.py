@@ -15,10 +15,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline imp
     read_tree,
     utc_now,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_restore import (
-    _rebase_imports,
-    ledger_for_restore,
-)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_effective import _rebase_imports
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_restore import ledger_for_restore
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
 
 
