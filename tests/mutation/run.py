@@ -1,0 +1,691 @@
+# -*- coding: utf-8 -*-
+"""Mutation testing of plugins/module_utils/ with cosmic-ray, never in this checkout.
+
+    .venv/bin/python tests/mutation/run.py                 # every file (make mutation)
+    .venv/bin/python tests/mutation/run.py --changed       # lines changed against HEAD (make mutation-changed)
+    .venv/bin/python tests/mutation/run.py --files _ledger.py _atomic.py --max-minutes 30
+
+What it does:
+
+1. Copies the tree (the working tree's tracked and new files, or `--tree
+   head`: git archive of HEAD) into build/mutation/<run>/w0, w1 (one copy per
+   worker).  Mutants are written only there: the checkout itself is never
+   touched, and each copy's tests import the copy's code (conftest.py links
+   build/collections/ansible_collections/nodeguard/containerd to the copy;
+   this is checked before anything runs, see 3).
+2. Runs the fast suites (config.toml: suites) once in a copy with a line
+   tracer (tests/mutation/trace/), also inside the modules the tests start as
+   subprocesses, to learn which tests run which lines, and how long each
+   takes.  Tests that fail here (on unmutated code) are left out and named.
+3. Canaries: in each copy, a mutant that makes every file fail at import
+   must be killed, through an in-process test and through a module run as a
+   subprocess.  If one survives, the tests are not importing the copy and the
+   run stops.
+4. Makes every cosmic-ray mutant of the selected files (all operators; a
+   session database per file under sessions/, readable with `cr-report`),
+   drops those listed in tests/mutation/equivalents.toml (each with a
+   reason), and runs, for each remaining mutant, only the tests that run its
+   line, fastest first, stopping at the first failure (pytest -x), with a
+   per-test and a per-mutant timeout.  A mutant on a line no test runs
+   survives without a run.
+5. Prints killed / timed out / survived per file and writes
+   build/mutation/report.md and report.json (also kept in the run folder),
+   with the diff of every survivor.  Exit status 1 when a file scores below
+   fail_under (config.toml) or some mutants could not be run.
+
+--changed mutates only lines added or changed against --base (default HEAD)
+in the working tree, for use before a commit.
+"""
+
+import argparse
+import datetime
+import difflib
+import fnmatch
+import hashlib
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = REPO / 'tests' / 'mutation'
+TRACE = HERE / 'trace'
+LINK = Path('build', 'collections', 'ansible_collections', 'nodeguard', 'containerd')
+CANARY = '\nraise RuntimeError("nodeguard mutation canary: the tests must import this copy")\n'
+
+KILLED, TIMEOUT, SURVIVED, UNCOVERED, INCOMPETENT, EQUIVALENT, NOT_RUN = (
+    'killed', 'timeout', 'survived', 'survived (no test runs the line)', 'incompetent', 'equivalent', 'not run')
+
+
+def log(msg):
+    print('[mutation %s] %s' % (time.strftime('%H:%M:%S'), msg), flush=True)
+
+
+def git(*args, cwd=REPO, binary=False):
+    out = subprocess.run(['git'] + list(args), cwd=str(cwd), check=True, capture_output=True).stdout
+    return out if binary else out.decode('utf-8')
+
+
+# ------------------------------------------------------------------ config
+def load_config():
+    with open(HERE / 'config.toml', 'rb') as f:
+        cfg = tomllib.load(f)['mutation']
+    with open(HERE / 'equivalents.toml', 'rb') as f:
+        eq = tomllib.load(f)
+    for entry in eq.get('mutant', []):
+        for field in ('file', 'operator', 'line', 'reason'):
+            if not entry.get(field):
+                raise SystemExit('equivalents.toml: an entry lacks %r: %r' % (field, entry))
+    return cfg, eq.get('mutant', [])
+
+
+def source_files(cfg, tree=REPO):
+    folder = tree / cfg['source']
+    names = sorted(p.name for p in folder.glob('*.py') if p.name != '__init__.py')
+    order = [n for n in cfg['order'] if n in names]
+    return order + [n for n in names if n not in order]
+
+
+def changed_lines(cfg, base):
+    """{file name: set of line numbers} added or changed in the working tree against base."""
+    out = {}
+    src = cfg['source']
+    diff = git('diff', '-U0', '--no-color', base, '--', src)
+    current = None
+    for line in diff.splitlines():
+        if line.startswith('+++ '):
+            name = line[4:]
+            current = None if name == '/dev/null' else os.path.basename(name)
+            if current and current.endswith('.py'):
+                out.setdefault(current, set())
+            else:
+                current = None
+        m = re.match(r'^@@ -\S+ \+(\d+)(?:,(\d+))? @@', line)
+        if m and current:
+            start, count = int(m.group(1)), int(m.group(2) or 1)
+            out[current].update(range(start, start + count))
+    for name in git('ls-files', '--others', '--exclude-standard', '--', src).split():
+        if name.endswith('.py'):
+            with open(REPO / name) as f:
+                out[os.path.basename(name)] = set(range(1, len(f.read().splitlines()) + 1))
+    return dict((k, v) for k, v in out.items() if v)
+
+
+# -------------------------------------------------------------------- trees
+def copy_tree(dest, tree_mode, overlay):
+    dest.mkdir(parents=True)
+    if tree_mode == 'head':
+        data = git('archive', '--format=tar', 'HEAD', binary=True)
+        subprocess.run(['tar', '-xf', '-', '-C', str(dest)], input=data, check=True)
+    else:
+        names = [n for n in git('ls-files', '-z', '--cached', '--others', '--exclude-standard').split('\0')
+                 if n and os.path.lexists(REPO / n)]
+        subprocess.run(['tar', '--null', '-T', '-', '-cf', '-'], cwd=str(REPO), check=True,
+                       input='\0'.join(names).encode('utf-8'), stdout=open(dest / '.tree.tar', 'wb'))
+        subprocess.run(['tar', '-xf', str(dest / '.tree.tar'), '-C', str(dest)], check=True)
+        os.unlink(dest / '.tree.tar')
+    for rel in overlay:
+        src = REPO / rel
+        if src.is_dir():
+            shutil.copytree(src, dest / rel, dirs_exist_ok=True, ignore=shutil.ignore_patterns('__pycache__'))
+        else:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    link = dest / LINK
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink('../../../..', link)
+
+
+def test_env(tree, extra=None):
+    env = dict(os.environ)
+    for name in ('PYTHONPATH', 'NODEGUARD_COLLECTIONS_PATH', 'PYTEST_ADDOPTS', 'NG_TRACE_DIR', 'NG_TRACE_ROOT',
+                 'NG_TRACE_TEST'):
+        env.pop(name, None)
+    env['ANSIBLE_COLLECTIONS_PATH'] = str(tree / 'build' / 'collections')
+    env['PYTHONDONTWRITEBYTECODE'] = '1'   # a mutant must never run from a stale .pyc
+    for var, sub in (('NODEGUARD_CONTAINERD2', 'containerd2'), ('NODEGUARD_CONTAINERD17', 'containerd17')):
+        binary = REPO / 'build' / sub / 'usr' / 'bin' / 'containerd'
+        if var not in env and os.access(binary, os.X_OK):
+            env[var] = str(binary)   # build/ is not part of the copy
+    env.update(extra or {})
+    return env
+
+
+def run_pytest(tree, args, env, timeout):
+    """(rc or 'timeout', output tail, seconds)."""
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, '-m', 'pytest', '-p', 'no:cacheprovider', '--no-header'] + list(args),
+                            cwd=str(tree), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, _ = proc.communicate()
+        rc = 'timeout'
+    return rc, out.decode('utf-8', 'replace')[-6000:], time.monotonic() - start
+
+
+# -------------------------------------------------------------------- trace
+def tree_key(tree, cfg):
+    h = hashlib.sha256()
+    for top in [cfg['source']] + list(cfg['suites']) + ['tests/conftest.py', 'tests/fixtures', 'plugins/modules',
+                                                        'tests/mutation/trace']:
+        base = tree / top
+        files = [base] if base.is_file() else sorted(p for p in base.rglob('*') if p.is_file()
+                                                     and '__pycache__' not in p.parts)
+        for p in files:
+            h.update(str(p.relative_to(tree)).encode() + b'\0' + p.read_bytes() + b'\0')
+    return h.hexdigest()[:16]
+
+
+def trace_tests(tree, cfg, workers, cache_dir):
+    """{'tests': {nodeid: {duration, outcome, lines: {file: [n]}}}, 'import_lines': {file: [n]}}."""
+    key = tree_key(tree, cfg)
+    cache = cache_dir / ('trace-%s.json' % key)
+    if cache.exists():
+        log('test map: cached %s' % cache.name)
+        with open(cache) as f:
+            return json.load(f)
+    tdir = tree / '.ng-trace'
+    shutil.rmtree(tdir, ignore_errors=True)
+    tdir.mkdir()
+    env = test_env(tree, {'PYTHONPATH': str(TRACE), 'NG_TRACE_DIR': str(tdir),
+                          'NG_TRACE_ROOT': str(tree / cfg['source'])})
+    args = ['-q', '-p', 'ng_trace_plugin'] + (['-n', str(workers)] if workers > 1 else []) + list(cfg['suites'])
+    log('test map: running %s with the line tracer (%d worker%s)'
+        % (' '.join(cfg['suites']), workers, 's' if workers > 1 else ''))
+    rc, out, secs = run_pytest(tree, args, env, timeout=3600)
+    log('test map: pytest rc=%s in %.0f s' % (rc, secs))
+    merged = {'tests': {}, 'import_lines': {}}
+    procs = []
+    for p in sorted(tdir.glob('*.json')):
+        with open(p) as f:
+            data = json.load(f)
+        if p.name.startswith('pytest-'):
+            for name, nums in data['import_lines'].items():
+                merged['import_lines'].setdefault(name, set()).update(nums)
+            for nodeid, e in data['tests'].items():
+                merged['tests'][nodeid] = dict(e, lines=dict((k, set(v)) for k, v in e['lines'].items()))
+        else:
+            procs.append(data)
+    if not merged['tests']:
+        raise SystemExit('the traced test run produced no map (rc=%s):\n%s' % (rc, out))
+    for data in procs:
+        entry = merged['tests'].get(data['test'])
+        if entry is not None:
+            for name, nums in data['lines'].items():
+                entry['lines'].setdefault(name, set()).update(nums)
+    merged['import_lines'] = dict((k, sorted(v)) for k, v in merged['import_lines'].items())
+    for e in merged['tests'].values():
+        e['lines'] = dict((k, sorted(v)) for k, v in e['lines'].items())
+    shutil.rmtree(tdir, ignore_errors=True)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with open(cache, 'w') as f:
+        json.dump(merged, f)
+    return merged
+
+
+# ------------------------------------------------------------------ mutants
+def _statement_lines(node):
+    """The lines a mutation at node can be seen running on: its statement (a header only, for if/for/def...)."""
+    simple = ('simple_stmt', 'expr_stmt', 'return_stmt', 'raise_stmt')
+    compound = ('if_stmt', 'while_stmt', 'for_stmt', 'with_stmt', 'try_stmt', 'funcdef', 'classdef',
+                'decorated', 'async_stmt', 'lambdef')
+    cur = node
+    while cur is not None:
+        if cur.type in simple:
+            return set(range(cur.start_pos[0], cur.end_pos[0] + 1))
+        if cur.type in compound:
+            return set(range(cur.start_pos[0], node.end_pos[0] + 1))
+        cur = cur.parent
+    return set(range(node.start_pos[0], node.end_pos[0] + 1))
+
+
+def _changed_text(original, mutated):
+    a, b = original.splitlines(), mutated.splitlines()
+    sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    old, new = [], []
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag != 'equal':
+            old.extend(a[i1:i2])
+            new.extend(b[j1:j2])
+    return ' '.join(x.strip() for x in old), ' '.join(x.strip() for x in new)
+
+
+def _format_group(op_name, node):
+    """A key shared by the mutants of one `'literal' % (a, b)`: replaced by any other binary operator, it
+    raises the same TypeError (str and tuple support no other operator), so one run decides them all."""
+    if not op_name.startswith('core/ReplaceBinaryOperator_Mod_') or node.type != 'operator':
+        return None
+    parent = node.parent
+    if parent is None or parent.type != 'term' or len(parent.children) != 3 or parent.children[1] is not node:
+        return None
+    left, right = parent.children[0], parent.children[2]
+    if left.type not in ('string', 'strings') or right.type != 'atom' or len(right.children) != 3:
+        return None
+    inner = right.children[1]
+    if right.children[0].type != 'operator' or right.children[0].value != '(' or inner.type != 'testlist_comp' \
+            or not any(c.type == 'operator' and c.value == ',' for c in inner.children):
+        return None
+    return 'str%%tuple@%d:%d' % node.start_pos
+
+
+def make_mutants(tree, cfg, name, only_lines=None):
+    import cosmic_ray.plugins
+    from cosmic_ray.ast import ast_nodes, get_ast
+    from cosmic_ray.mutating import mutate_code
+
+    path = tree / cfg['source'] / name
+    code = path.read_text(encoding='utf-8')
+    module_ast = get_ast(code)
+    mutants = []
+    for op_name in cosmic_ray.plugins.operator_names():
+        op_class = cosmic_ray.plugins.get_operator(op_name)
+        if op_class.arguments():
+            continue  # VariableReplacer/Inserter need per-run arguments: not used
+        if any(fnmatch.fnmatch(op_name, pat) for pat in cfg.get('exclude_operators', [])):
+            continue
+        operator = op_class()
+        positions = [(node, start, end) for node in ast_nodes(module_ast)
+                     for start, end in operator.mutation_positions(node)]
+        for occurrence, (node, start, end) in enumerate(positions):
+            lines = _statement_lines(node)
+            if only_lines is not None and not (lines & only_lines) and start[0] not in only_lines:
+                continue
+            mutated = mutate_code(code, operator, occurrence)
+            if mutated is None:
+                continue
+            old, new = _changed_text(code, mutated)
+            mutants.append({'job_id': uuid.uuid4().hex, 'file': name, 'operator': op_name, 'occurrence': occurrence,
+                            'start': list(start), 'end': list(end), 'lines': sorted(lines), 'old': old, 'new': new,
+                            'code': mutated, 'group': _format_group(op_name, node)})
+    return code, mutants
+
+
+def equivalent_reason(mutant, equivalents, source_line):
+    for e in equivalents:
+        if e['file'] != mutant['file'] or not fnmatch.fnmatch(mutant['operator'], e['operator']):
+            continue
+        if e['line'].strip() != source_line.strip():
+            continue
+        if e.get('mutated') and e['mutated'].strip() != mutant['new'].strip():
+            continue
+        return e['reason']
+    return None
+
+
+def select_tests(mutant, trace, excluded):
+    """The tests that run the mutated statement, fastest first."""
+    name = mutant['file']
+    lines = set(mutant['lines'])
+    at_import = bool(lines & set(trace['import_lines'].get(name, [])))
+    chosen = []
+    for nodeid, e in trace['tests'].items():
+        if nodeid in excluded:
+            continue
+        if at_import and name in e['lines'] or lines & set(e['lines'].get(name, [])):
+            chosen.append((e['duration'], nodeid))
+    if at_import and not chosen:
+        chosen = [(e['duration'], n) for n, e in trace['tests'].items() if n not in excluded and e['lines']]
+    return [n for _d, n in sorted(chosen)], sum(d for d, _n in chosen), max([d for d, _n in chosen] + [0])
+
+
+# --------------------------------------------------------------- execution
+def _first_failure(out):
+    for line in out.splitlines():
+        if line.startswith(('FAILED ', 'ERROR ')):
+            return line.split(' - ')[0]
+    return ''
+
+
+_killers = {}
+_killers_lock = threading.Lock()
+
+
+def by_kill_history(name, tests):
+    """Tests that killed mutants of this file before go first (most kills first); the rest stay fastest first."""
+    with _killers_lock:
+        counts = dict(_killers.get(name, {}))
+    rank = dict((t, i) for i, t in enumerate(tests))
+    return sorted(tests, key=lambda t: (-counts.get(t, 0), rank[t]))
+
+
+def note_killer(name, out):
+    nodeid = _first_failure(out).split(' ', 1)[-1]
+    if nodeid:
+        with _killers_lock:
+            per_file = _killers.setdefault(name, {})
+            per_file[nodeid] = per_file.get(nodeid, 0) + 1
+    return nodeid
+
+
+def judge(tree, cfg, mutant, original, tests, total, slowest):
+    target = tree / cfg['source'] / mutant['file']
+    tests = by_kill_history(mutant['file'], tests)
+    per_test = max(cfg['test_timeout_floor'], cfg['test_timeout_factor'] * slowest)
+    whole = cfg['timeout_floor'] + cfg['timeout_factor'] * total
+    target.write_text(mutant['code'], encoding='utf-8')
+    try:
+        rc, out, secs = run_pytest(tree, ['-x', '-q', '--timeout=%d' % per_test, '--'] + tests, test_env(tree),
+                                   timeout=whole)
+    finally:
+        target.write_text(original, encoding='utf-8')
+    if rc == 'timeout' or 'Timeout (>' in out or '+++++ Timeout' in out:
+        return TIMEOUT, out, secs
+    if rc == 0:
+        return SURVIVED, out, secs
+    if rc in (1, 2, 3) or (rc == 4 and 'ERROR collecting' in out):
+        # a test failed, collection (an import of the mutant) failed, or pytest itself crashed
+        note_killer(mutant['file'], out)
+        return KILLED, out, secs
+    return INCOMPETENT, out, secs
+
+
+def check_canaries(trees, cfg, trace, excluded):
+    """A mutant that breaks every import must be killed in each copy, in process and in a module subprocess."""
+    subprocess_tests = [n for n in trace['tests'] if n.startswith('tests/module/') and n not in excluded]
+    inprocess_tests = [n for n in trace['tests'] if n.startswith('tests/unit/test_ledger') and n not in excluded]
+    for tree in trees:
+        for name, tests in (('_ledger.py', inprocess_tests[:1]), ('_engine.py', subprocess_tests[:1])):
+            if not tests:
+                raise SystemExit('canary: no test to run it with')
+            original = (tree / cfg['source'] / name).read_text(encoding='utf-8')
+            mutant = {'file': name, 'code': original + CANARY}
+            outcome, out, _s = judge(tree, cfg, mutant, original, tests, 60, 30)
+            if outcome != KILLED or 'nodeguard mutation canary' not in out:
+                raise SystemExit('canary in %s survived (%s) running %s: the tests do not import the copy. '
+                                 'Output:\n%s' % (tree, outcome, tests, out))
+    log('canaries killed in every copy (in process and through a module subprocess)')
+
+
+def run_jobs(trees, cfg, originals, jobs, deadline, on_result):
+    work = queue.Queue()
+    for job in jobs:
+        work.put(job)
+    results = queue.Queue()
+
+    def worker(tree):
+        while time.monotonic() < deadline:
+            try:
+                mutant, tests, total, slowest = work.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                outcome, out, secs = judge(tree, cfg, mutant, originals[mutant['file']], tests, total, slowest)
+            except Exception as exc:  # keep going; the mutant is reported
+                outcome, out, secs = INCOMPETENT, 'runner error: %r' % exc, 0.0
+            results.put((mutant, outcome, out, secs))
+
+    threads = [threading.Thread(target=worker, args=(t,), daemon=True) for t in trees]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads) or not results.empty():
+        try:
+            on_result(*results.get(timeout=1))
+        except queue.Empty:
+            pass
+    left = []
+    while not work.empty():
+        left.append(work.get_nowait()[0])
+    return left
+
+
+# ------------------------------------------------------------------- report
+def summarise(files, records):
+    rows = []
+    for name in files:
+        recs = [r for r in records if r['file'] == name]
+        count = dict((k, sum(1 for r in recs if r['outcome'] == k))
+                     for k in (KILLED, TIMEOUT, SURVIVED, UNCOVERED, INCOMPETENT, EQUIVALENT, NOT_RUN))
+        judged = count[KILLED] + count[TIMEOUT] + count[SURVIVED] + count[UNCOVERED]
+        score = 100.0 * (count[KILLED] + count[TIMEOUT]) / judged if judged else None
+        rows.append(dict(file=name, total=len(recs), score=score, judged=judged,
+                         by_sibling=sum(1 for r in recs if r.get('decided_by') and r['outcome'] != NOT_RUN), **count))
+    return rows
+
+
+def write_report(run_dir, meta, rows, records, out_dir):
+    def pct(v):
+        return '-' if v is None else '%.1f %%' % v
+    lines = ['# Mutation testing report', '',
+             '- started %s, finished %s (%s)' % (meta['started'], meta['finished'], meta['elapsed']),
+             '- tree: %s (HEAD %s), mode: %s, workers: %d, tool: cosmic-ray %s'
+             % (meta['tree'], meta['head'], meta['mode'], meta['workers'], meta['cosmic_ray']),
+             '- command: `%s`' % meta['command'],
+             '- score = (killed + timed out) / (killed + timed out + survived); equivalent mutants '
+             '(tests/mutation/equivalents.toml) are not counted; "not run" = left when the time budget ran out; '
+             '"by a sibling" = mutants of one `\'literal\' % (a, b)` decided by the run of one of them (every '
+             'other binary operator raises the same TypeError there)', '',
+             '| file | mutants | killed | timed out | survived | of which no test runs the line | equivalent '
+             '| incompetent | not run | by a sibling | score |',
+             '|---|---|---|---|---|---|---|---|---|---|---|']
+    for r in rows:
+        lines.append('| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s |'
+                     % (r['file'], r['total'], r[KILLED], r[TIMEOUT], r[SURVIVED] + r[UNCOVERED], r[UNCOVERED],
+                        r[EQUIVALENT], r[INCOMPETENT], r[NOT_RUN], r['by_sibling'], pct(r['score'])))
+    tot = dict((k, sum(r[k] for r in rows)) for k in (KILLED, TIMEOUT, SURVIVED, UNCOVERED, EQUIVALENT,
+                                                      INCOMPETENT, NOT_RUN, 'total', 'judged', 'by_sibling'))
+    lines.append('| **all** | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s |'
+                 % (tot['total'], tot[KILLED], tot[TIMEOUT], tot[SURVIVED] + tot[UNCOVERED], tot[UNCOVERED],
+                    tot[EQUIVALENT], tot[INCOMPETENT], tot[NOT_RUN], tot['by_sibling'],
+                    pct(100.0 * (tot[KILLED] + tot[TIMEOUT]) / tot['judged'] if tot['judged'] else None)))
+    if meta.get('excluded_tests'):
+        lines += ['', '## Tests left out (failed on the unmutated copy, or excluded in config.toml)', '']
+        lines += ['- `%s`: %s' % (n, why) for n, why in sorted(meta['excluded_tests'].items())]
+    surv = [r for r in records if r['outcome'] in (SURVIVED, UNCOVERED, INCOMPETENT)]
+    lines += ['', '## Survivors (%d)' % len(surv), '',
+              'Kill each with a test, or list it in tests/mutation/equivalents.toml with the reason it cannot '
+              'change behaviour.', '']
+    for r in sorted(surv, key=lambda r: (r['file'], r['start'][0])):
+        lines.append('- `%s:%d` %s (%s, %d tests ran)  \n  `%s`  \n  → `%s`'
+                     % (r['file'], r['start'][0], r['operator'], r['outcome'], len(r.get('tests', [])),
+                        r['old'][:200], r['new'][:200]))
+    text = '\n'.join(lines) + '\n'
+    data = dict(meta=meta, files=rows, mutants=[dict((k, v) for k, v in r.items() if k not in ('code', 'siblings'))
+                                                for r in records])
+    for folder in (run_dir, out_dir):
+        (folder / 'report.md').write_text(text)
+        with open(folder / 'report.json', 'w') as f:
+            json.dump(data, f, indent=1)
+    return text
+
+
+def print_table(rows):
+    print('%-22s %7s %7s %9s %9s %11s %8s %8s' % ('file', 'mutants', 'killed', 'timed out', 'survived', 'equivalent',
+                                                  'not run', 'score'))
+    for r in rows:
+        print('%-22s %7d %7d %9d %9d %11d %8d %8s' % (
+            r['file'], r['total'], r[KILLED], r[TIMEOUT], r[SURVIVED] + r[UNCOVERED], r[EQUIVALENT], r[NOT_RUN],
+            '-' if r['score'] is None else '%.1f%%' % r['score']))
+
+
+def save_sessions(run_dir, cfg, files, records):
+    """One cosmic-ray session per file (sessions/<file>.sqlite), for cr-report / cr-html."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import MutationSpec, TestOutcome, WorkerOutcome, WorkItem, WorkResult
+
+    folder = run_dir / 'sessions'
+    folder.mkdir(exist_ok=True)
+    for name in files:
+        with use_db(str(folder / (name + '.sqlite')), WorkDB.Mode.create) as db:
+            items, results = [], []
+            for r in (r for r in records if r['file'] == name):
+                end = r['end'] if tuple(r['end']) > tuple(r['start']) else [r['start'][0], r['start'][1] + 1]
+                items.append(WorkItem.single(r['job_id'], MutationSpec(
+                    module_path=str(Path(cfg['source']) / name), operator_name=r['operator'],
+                    occurrence=r['occurrence'], start_pos=tuple(r['start']), end_pos=tuple(end))))
+                if r['outcome'] == NOT_RUN:
+                    continue
+                if r['outcome'] == EQUIVALENT:
+                    res = WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=r.get('reason'))
+                else:
+                    test = {KILLED: TestOutcome.KILLED, TIMEOUT: TestOutcome.KILLED, SURVIVED: TestOutcome.SURVIVED,
+                            UNCOVERED: TestOutcome.SURVIVED}.get(r['outcome'], TestOutcome.INCOMPETENT)
+                    res = WorkResult(worker_outcome=WorkerOutcome.NORMAL, test_outcome=test,
+                                     output=r.get('output', '')[-2000:], diff='-' + r['old'] + '\n+' + r['new'])
+                results.append((r['job_id'], res))
+            db.add_work_items(items)
+            for job_id, res in results:
+                db.set_result(job_id, res)
+
+
+# --------------------------------------------------------------------- main
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--changed', action='store_true', help='only lines changed against --base (working tree)')
+    ap.add_argument('--base', default='HEAD', help='git revision --changed compares with (default HEAD)')
+    ap.add_argument('--files', nargs='+', metavar='NAME', help='only these files of plugins/module_utils/')
+    ap.add_argument('--tree', choices=('worktree', 'head'), default='worktree',
+                    help='copy the working tree (default) or HEAD (git archive)')
+    ap.add_argument('--overlay', nargs='+', default=[], metavar='PATH',
+                    help='with --tree head: copy these paths from the working tree over it (e.g. new tests)')
+    ap.add_argument('--workers', type=int, default=None, help='copies testing at once (at most 2)')
+    ap.add_argument('--max-minutes', type=float, default=None,
+                    help='stop starting mutants after this long; the rest is reported as not run')
+    ap.add_argument('--limit', type=int, default=None, help='at most this many mutants per file (a sample)')
+    ap.add_argument('--keep', action='store_true', help='keep the tree copies after the run')
+    args = ap.parse_args(argv)
+
+    try:
+        import cosmic_ray  # noqa: F401 pylint: disable=unused-import
+        from importlib.metadata import version
+        cr_version = version('cosmic-ray')
+    except ImportError:
+        raise SystemExit('cosmic-ray is not installed in this Python (%s): run `make deps`' % sys.executable)
+    cfg, equivalents = load_config()
+    workers = max(1, min(2, args.workers or cfg['workers']))
+    started = datetime.datetime.now()
+    t0 = time.monotonic()
+    out_dir = REPO / 'build' / 'mutation'
+    run_dir = out_dir / ('run-%s-%s' % (started.strftime('%Y%m%d-%H%M%S'), uuid.uuid4().hex[:4]))
+
+    files = source_files(cfg)
+    only = None
+    if args.changed:
+        only = changed_lines(cfg, args.base)
+        files = [f for f in files if f in only]
+        if not files:
+            log('nothing changed in %s against %s: no mutants' % (cfg['source'], args.base))
+            return 0
+        log('changed against %s: %s' % (args.base, ', '.join('%s (%d lines)' % (f, len(only[f])) for f in files)))
+    if args.files:
+        unknown = [f for f in args.files if f not in source_files(cfg)]
+        if unknown:
+            raise SystemExit('not in %s: %s' % (cfg['source'], ', '.join(unknown)))
+        files = [f for f in files if f in args.files]
+
+    trees = [run_dir / ('w%d' % i) for i in range(workers)]
+    log('copying the %s into %s' % ('working tree' if args.tree == 'worktree' else 'HEAD', run_dir))
+    for tree in trees:
+        copy_tree(tree, args.tree, args.overlay)
+    try:
+        trace = trace_tests(trees[0], cfg, workers, out_dir / 'cache')
+        excluded = dict((n, 'failed on the unmutated copy') for n, e in trace['tests'].items()
+                        if e['outcome'] == 'failed')
+        for prefix in cfg.get('exclude_tests', []):
+            for n in trace['tests']:
+                if n.startswith(prefix['test']):
+                    excluded[n] = prefix['reason']
+        for n in sorted(excluded):
+            log('left out: %s (%s)' % (n, excluded[n]))
+        log('test map: %d tests' % len(trace['tests']))
+        check_canaries(trees, cfg, trace, excluded)
+
+        records, jobs, originals = [], [], {}
+        for name in files:
+            code, mutants = make_mutants(trees[0], cfg, name, only_lines=only.get(name) if only else None)
+            originals[name] = code
+            src_lines = code.splitlines()
+            if args.limit is not None and len(mutants) > args.limit:
+                step = len(mutants) / float(args.limit)
+                mutants = [mutants[int(i * step)] for i in range(args.limit)]
+            n_jobs = 0
+            groups = {}
+            for m in mutants:
+                records.append(m)
+                reason = equivalent_reason(m, equivalents, src_lines[m['start'][0] - 1])
+                if reason:
+                    m.update(outcome=EQUIVALENT, reason=reason)
+                    continue
+                tests, total, slowest = select_tests(m, trace, excluded)
+                m['tests'] = tests
+                if not tests:
+                    m['outcome'] = UNCOVERED
+                    continue
+                m['outcome'] = NOT_RUN
+                if m['group']:
+                    if m['group'] in groups:
+                        groups[m['group']]['siblings'].append(m)
+                        m['decided_by'] = groups[m['group']]['job_id']
+                        continue
+                    groups[m['group']] = m
+                    m['siblings'] = []
+                jobs.append((m, tests, total, slowest))
+                n_jobs += 1
+            log('%s: %d mutants, %d to run (%d more decided by the run of a sibling)'
+                % (name, len(mutants), n_jobs, sum(len(g['siblings']) for g in groups.values())))
+
+        deadline = t0 + args.max_minutes * 60 if args.max_minutes else float('inf')
+        done = [0]
+        run_start = time.monotonic()
+
+        def on_result(mutant, outcome, out, secs):
+            mutant['outcome'] = outcome
+            mutant['seconds'] = round(secs, 2)
+            if outcome == KILLED:
+                mutant['killed_by'] = _first_failure(out)
+            else:
+                mutant['output'] = out[-3000:]
+            for sib in mutant.get('siblings', []):
+                sib.update(outcome=outcome, killed_by=mutant.get('killed_by'), seconds=0.0)
+            done[0] += 1
+            if done[0] % 25 == 0 or outcome in (SURVIVED, INCOMPETENT):
+                rate = done[0] / max(1e-6, (time.monotonic() - run_start) / 60.0)
+                log('%d/%d (%.1f/min) %s:%d %s %s' % (done[0], len(jobs), rate, mutant['file'], mutant['start'][0],
+                                                    mutant['operator'], outcome))
+
+        left = run_jobs(trees, cfg, originals, jobs, deadline, on_result)
+        if left:
+            log('time budget reached: %d mutants not run' % len(left))
+        rows = summarise(files, records)
+        elapsed = time.monotonic() - t0
+        meta = dict(started=started.isoformat(timespec='seconds'),
+                    finished=datetime.datetime.now().isoformat(timespec='seconds'),
+                    elapsed='%d min %02d s' % (elapsed // 60, elapsed % 60), tree=args.tree,
+                    head=git('rev-parse', '--short', 'HEAD').strip(),
+                    mode='changed lines against %s' % args.base if args.changed else 'all lines',
+                    workers=workers, cosmic_ray=cr_version, command=' '.join(['run.py'] + (argv or sys.argv[1:])),
+                    excluded_tests=excluded, mutants_per_minute=round(done[0] / max(1e-6, (time.monotonic() - run_start)
+                                                                               / 60.0), 1))
+        save_sessions(run_dir, cfg, files, records)
+        write_report(run_dir, meta, rows, records, out_dir)
+        print_table(rows)
+        log('report: %s (sessions for cr-report: %s)' % (out_dir / 'report.md', run_dir / 'sessions'))
+        low = [r['file'] for r in rows if r['score'] is not None and r['score'] < cfg['fail_under']]
+        if low or left:
+            log('below %.0f %%: %s%s' % (cfg['fail_under'], ', '.join(low) or 'none',
+                                         '; %d not run' % len(left) if left else ''))
+            return 1
+        return 0
+    finally:
+        if not args.keep:
+            for tree in trees:
+                shutil.rmtree(tree, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

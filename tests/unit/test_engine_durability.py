@@ -1,0 +1,210 @@
+# -*- coding: utf-8 -*-
+"""The engine's write order, in process, with spies on os.fsync and os.rename (issue #18, gaps 5 and 6).
+
+5. Durability of the rename: the temporary file is flushed before it is
+   renamed over the config, and the folder is flushed after the rename (or
+   a power cut can lose the rename itself).  The same for the ledger.
+6. Ledger before config: the ledger describing the new config is in place
+   before the config is renamed, so a crash between the two is rolled back by
+   the next run; a crash at the ledger write leaves the config untouched.
+
+The module runs in this process (ansible's patch_module_args) on a real file,
+validated by the real containerd 1.6, so the spies see every call.
+"""
+
+import glob
+import hashlib
+import json
+import os
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from conftest import CONTAINERD_1, assert_containerd_accepts, fixture_text, read
+from ansible_collections.nodeguard.containerd.plugins.modules import containerd_setting
+
+KEY = 'images.snapshotter'
+LINE = 'snapshotter = "%s"'
+
+
+class Crash(BaseException):
+    """A kill -9 stand-in: not an Exception, so no handler of the engine sees it."""
+
+
+@pytest.fixture
+def node(tmp_path):
+    assert CONTAINERD_1, 'containerd 1.6 is needed (make deps)'
+    etc = tmp_path / 'etc'
+    etc.mkdir()
+    path = etc / 'config.toml'
+    path.write_text(fixture_text('v2_kubeadm.toml'))
+    return dict(path=str(path), state=str(tmp_path / 'state'), tmp=str(tmp_path))
+
+
+def run(node, capsys, **args):
+    params = dict(path=node['path'], state_dir=node['state'], key=KEY, owner='coco', validate='auto',
+                  _ansible_tmpdir=node['tmp'], _ansible_remote_tmp=node['tmp'])
+    params.update(args)
+    with patch_module_args(params):
+        with pytest.raises(SystemExit):
+            containerd_setting.main()
+    result = json.loads(capsys.readouterr().out)
+    result['warnings'] = [w['event']['msg'] if isinstance(w, dict) else w for w in result.get('warnings', [])]
+    return result
+
+
+def spy(monkeypatch, crash_on=None):
+    """Record fsync (by the path the descriptor names) and rename calls, in order."""
+    events = []
+    real_fsync, real_rename, real_replace = os.fsync, os.rename, os.replace
+
+    def fsync(fd):
+        events.append(('fsync', os.readlink('/proc/self/fd/%d' % fd)))
+        return real_fsync(fd)
+
+    def renamer(real):
+        def rename(src, dst, *a, **kw):
+            if crash_on is not None and os.path.abspath(dst) == crash_on:
+                events.append(('crash', str(src), str(dst)))
+                raise Crash()
+            result = real(src, dst, *a, **kw)
+            events.append(('rename', str(src), str(dst)))
+            return result
+        return rename
+    monkeypatch.setattr(os, 'fsync', fsync)
+    monkeypatch.setattr(os, 'rename', renamer(real_rename))
+    monkeypatch.setattr(os, 'replace', renamer(real_replace))
+    return events
+
+
+def ledger_file(node):
+    (path,) = glob.glob(os.path.join(node['state'], 'ledger', '*.json'))
+    return path
+
+
+def renames_to(events, dst):
+    return [i for i, e in enumerate(events) if e[0] == 'rename' and e[2] == dst]
+
+
+def assert_durable_rename(events, dst):
+    """fsync(temp) -> rename(temp, dst) -> fsync(folder of dst), each exactly where it must be."""
+    (i,) = renames_to(events, dst)
+    tmp = events[i][1]
+    assert os.path.dirname(tmp) == os.path.dirname(dst) and tmp.endswith('.nodeguard-tmp'), tmp
+    flushed_tmp = [j for j, e in enumerate(events) if e == ('fsync', tmp)]
+    assert flushed_tmp and flushed_tmp[-1] < i, ('the temporary file is not flushed before the rename', events)
+    flushed_dir = [j for j, e in enumerate(events) if e == ('fsync', os.path.dirname(dst))]
+    assert [j for j in flushed_dir if j > i], ('the folder is not flushed after the rename', events)
+    return i
+
+
+# ------------------------------------------------------------------ gap 5
+def test_config_and_ledger_renames_are_flushed_in_order(node, capsys, monkeypatch):
+    events = spy(monkeypatch)
+    res = run(node, capsys, value='nydus')
+    assert res['changed']
+    monkeypatch.undo()
+    assert LINE % 'nydus' in read(node['path'])
+    assert_containerd_accepts(node['path'])
+    assert_durable_rename(events, node['path'])
+    assert_durable_rename(events, ledger_file(node))
+    # and the folder flush follows the config's rename before anything else renames
+    i = renames_to(events, node['path'])[0]
+    assert events[i + 1] == ('fsync', os.path.dirname(node['path'])), events[i:]
+
+
+def test_undo_is_flushed_the_same_way(node, capsys, monkeypatch):
+    original = read(node['path'], 'rb')
+    run(node, capsys, value='nydus')
+    events = spy(monkeypatch)
+    res = run(node, capsys, state='absent')
+    monkeypatch.undo()
+    assert res['changed'] and read(node['path'], 'rb') == original
+    assert_durable_rename(events, node['path'])
+    assert_durable_rename(events, ledger_file(node))
+
+
+def test_check_mode_neither_renames_nor_flushes(node, capsys, monkeypatch):
+    original = read(node['path'], 'rb')
+    events = spy(monkeypatch)
+    res = run(node, capsys, value='nydus', _ansible_check_mode=True)
+    monkeypatch.undo()
+    assert res['changed']
+    assert [e for e in events if e[0] == 'rename'] == []
+    assert read(node['path'], 'rb') == original
+    assert not os.path.exists(os.path.join(node['state'], 'ledger'))
+
+
+# ------------------------------------------------------------------ gap 6
+def test_ledger_is_in_place_before_the_config(node, capsys, monkeypatch):
+    events = spy(monkeypatch)
+    run(node, capsys, value='nydus')
+    monkeypatch.undo()
+    ledger = ledger_file(node)
+    (li,) = renames_to(events, ledger)
+    (ci,) = renames_to(events, node['path'])
+    assert li < ci, events
+    # what the ledger says is the config that followed it
+    with open(ledger) as f:
+        data = json.load(f)
+    assert data['config_sha256'] == hashlib.sha256(read(node['path'], 'rb')).hexdigest()
+
+
+def test_crash_at_the_ledger_write_leaves_the_config_untouched(node, capsys, monkeypatch):
+    original = read(node['path'], 'rb')
+    ledger = os.path.join(node['state'], 'ledger', 'etc-placeholder')
+    os.makedirs(os.path.dirname(ledger))
+    # the ledger's name is the engine's business: crash on any rename into the ledger folder
+    events = []
+    real_rename = os.rename
+
+    def rename(src, dst, *a, **kw):
+        if os.path.dirname(os.path.abspath(dst)) == os.path.dirname(ledger):
+            events.append(('crash', src, dst))
+            raise Crash()
+        events.append(('rename', src, dst))
+        return real_rename(src, dst, *a, **kw)
+    monkeypatch.setattr(os, 'rename', rename)
+    monkeypatch.setattr(os, 'replace', rename)
+    with patch_module_args(dict(path=node['path'], state_dir=node['state'], key=KEY, owner='coco', value='nydus',
+                                _ansible_tmpdir=node['tmp'], _ansible_remote_tmp=node['tmp'])):
+        with pytest.raises(Crash):
+            containerd_setting.main()
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert [e for e in events if e[0] == 'crash'], 'the ledger was never written'
+    assert [e for e in events if e[0] == 'rename'] == [], events   # no config rename before the ledger's
+    assert read(node['path'], 'rb') == original
+    # the next run is a clean start: the same edit, then its undo, give back the original
+    assert run(node, capsys, value='nydus')['changed']
+    assert LINE % 'nydus' in read(node['path'])
+    assert run(node, capsys, state='absent')['changed']
+    assert read(node['path'], 'rb') == original
+
+
+def test_crash_between_ledger_and_config_is_rolled_back(node, capsys, monkeypatch):
+    original = read(node['path'], 'rb')
+    events = spy(monkeypatch, crash_on=node['path'])
+    with patch_module_args(dict(path=node['path'], state_dir=node['state'], key=KEY, owner='coco', value='nydus',
+                                _ansible_tmpdir=node['tmp'], _ansible_remote_tmp=node['tmp'])):
+        with pytest.raises(Crash):
+            containerd_setting.main()
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert events[-1][0] == 'crash'
+    assert read(node['path'], 'rb') == original
+    # the ledger was written first and describes the config that never arrived
+    with open(ledger_file(node)) as f:
+        data = json.load(f)
+    assert [r['owner'] for r in data['records']] == ['coco']
+    assert data['previous']['config_sha256'] == hashlib.sha256(original).hexdigest()
+    assert data['config_sha256'] != data['previous']['config_sha256']
+    # the killed run's temporary file is still there; the next run removes it and rolls the ledger back
+    assert glob.glob(os.path.join(os.path.dirname(node['path']), '.config.toml.*.nodeguard-tmp'))
+    res = run(node, capsys, state='absent')
+    assert any('rolled the ledger back' in w for w in res['warnings']), res['warnings']
+    assert not res['changed'] and read(node['path'], 'rb') == original
+    assert glob.glob(os.path.join(os.path.dirname(node['path']), '.config.toml.*.nodeguard-tmp')) == []
+    with open(ledger_file(node)) as f:
+        assert json.load(f)['records'] == []
