@@ -51,7 +51,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     parse_toml,
     split_bom,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import expand_import
+from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import GLOB_CHARS, expand_import
 
 CRI_V2 = 'io.containerd.grpc.v1.cri'
 CRI_V3_RUNTIME = 'io.containerd.cri.v1.runtime'
@@ -75,6 +75,7 @@ STATUS_CANNOT_RUN = 'cannot_run'
 
 _VERSION_RE = re.compile(r'\bv?(\d+)\.(\d+)(?:\.(\d+))?')
 _BOOTED = 'containerd successfully booted'
+_NOTE = 'nodeguard-preflight-note: '
 
 
 def required_for(version):
@@ -122,8 +123,8 @@ class LoadResult(object):
     def message(self):
         """One human line: the verdict and every error."""
         if self.ok:
-            return '%s: containerd %s loads it, %s ok' % (self.config_path, self.containerd_version or '?',
-                                                         ', '.join(sorted(self.required)))
+            return '%s: containerd %s loads it, %s ok' % (
+                self.config_path, self.containerd_version or '?', ', '.join(sorted(self.required)))
         return ' '.join(self.errors) or '%s: load test %s' % (self.config_path, self.status)
 
     def __repr__(self):
@@ -355,14 +356,27 @@ class _Sandbox(object):
                 if isinstance(tab, dict) and tab.get('snapshotter') in DEVICE_SNAPSHOTTERS:
                     self.skip('the CRI config names the %s snapshotter (%s): it is not started; the CRI '
                               'plugin is loaded with the %s snapshotter in its place, so whether %s itself '
-                              'works on this node is not tested' % (tab['snapshotter'], where,
-                                                                     STAND_IN_SNAPSHOTTER, tab['snapshotter']))
+                              'works on this node is not tested'
+                              % (tab['snapshotter'], where, STAND_IN_SNAPSHOTTER, tab['snapshotter']))
                     tab['snapshotter'] = STAND_IN_SNAPSHOTTER
 
 
-def _read_tree(config_path):
-    """[(real path, text)] of the config and every import that exists,
-    breadth first like containerd.  Raises IOError for the main file."""
+def _expand(entry, importing_file):
+    """The files an imports entry may load.  A relative glob is expanded
+    against the importing file's folder (containerd 1.7, 2.x) and against
+    the daemon's working folder, / (measured: 1.6.20), so that every file
+    the daemon could read gets its private copy."""
+    found = expand_import(entry, importing_file)
+    if GLOB_CHARS.search(entry) and not os.path.isabs(entry):
+        found += [f for f in expand_import(os.path.join('/', entry), importing_file) if f not in found]
+    return found
+
+
+def _read_tree(config_path, content_from=None):
+    """[(path, bytes)] of the config and every import that exists, breadth
+    first like containerd.  content_from: read the main file's bytes from
+    there (the candidate tested as if it were at config_path).  Raises
+    IOError for the main file."""
     out = []
     seen = set()
     queue = [os.path.abspath(config_path)]
@@ -373,7 +387,7 @@ def _read_tree(config_path):
             continue
         seen.add(real)
         try:
-            with open(path, 'rb') as f:
+            with open(content_from if (content_from and not out) else path, 'rb') as f:
                 raw = f.read()
         except (IOError, OSError):
             if not out:
@@ -387,7 +401,7 @@ def _read_tree(config_path):
             continue  # reported when the copy is made
         for entry in data.get('imports', []) or []:
             if isinstance(entry, str):
-                queue.extend(expand_import(entry, path))
+                queue.extend(_expand(entry, path))
     return out
 
 
@@ -421,7 +435,25 @@ def sibling_ctr(binary):
     return _which('ctr', extra=())
 
 
+_VERSIONS = {}
+
+
 def _version(run_command, binary):
+    """((major, minor), 'x.y.z', error), cached per binary file (path, size, mtime)."""
+    try:
+        st = os.stat(binary)
+        key = (os.path.realpath(binary), st.st_size, st.st_mtime)
+    except OSError:
+        key = None
+    if key in _VERSIONS:
+        return _VERSIONS[key]
+    found = _read_version(run_command, binary)
+    if key is not None and found[0] is not None:
+        _VERSIONS[key] = found
+    return found
+
+
+def _read_version(run_command, binary):
     rc, out, err = run_command([binary, '--version'])
     if rc != 0:
         return None, None, (err or out).strip()
@@ -459,19 +491,22 @@ def _script(sb, binary, config_path, run_dirs, tools):
     """The namespace's setup, then exec containerd.  Any failed step stops it
     with a line 'nodeguard-preflight: ...' in the log."""
     q = _shell_quote
-    mount, mkdir = q(tools['mount']), q(tools['mkdir'])
+    # -n: no utab/mtab update (libmount would create /run/mount on the host)
+    mount, mkdir = q(tools['mount']) + ' -n', q(tools['mkdir'])
     lines = ['set -u', 'fail() { echo "nodeguard-preflight: $*" >&2; exit 97; }',
              mount + ' -t tmpfs -o mode=0700 nodeguard-preflight %s || fail "cannot mount a tmpfs on %s"'
              % (q(sb.private), sb.private),
-             mkdir + ' -p %s %s %s %s %s || fail mkdir' % tuple(q(sb.p(x)) for x in ('root', 'state', 'opt',
-                                                                                  'nri-plugins', 'nri-conf.d')),
+             mkdir + ' -p %s %s %s %s %s || fail mkdir'
+             % tuple(q(sb.p(x)) for x in ('root', 'state', 'opt', 'nri-plugins', 'nri-conf.d')),
              mkdir + ' -p %s || fail mkdir' % q(sb.p('cni-net.d'))]
     for i, d in enumerate(run_dirs):
         up, work = sb.p('ovl-%d' % i, 'upper'), sb.p('ovl-%d' % i, 'work')
         lines.append(mkdir + ' -p %s %s || fail mkdir' % (q(up), q(work)))
         lines.append('%s -t overlay nodeguard-preflight -o lowerdir=%s,upperdir=%s,workdir=%s %s 2>/dev/null '
-                     '|| %s -t tmpfs -o mode=0755 nodeguard-preflight %s || fail "cannot cover %s"'
-                     % (mount, q(d), q(up), q(work), q(d), mount, q(d), d))
+                     '|| { %s -t tmpfs -o mode=0755 nodeguard-preflight %s && echo "%s%s"; } || fail "cannot cover %s"'
+                     % (mount, q(d), q(up), q(work), q(d), mount, q(d), _NOTE,
+                        'no overlayfs: %s was replaced by an empty tmpfs in the namespace, so files there '
+                        '(proxy plugin sockets, imports under %s) were not visible' % (d, d), d))
     for copy, original in sb.binds:
         lines.append('%s --bind %s %s || fail "cannot bind the private copy over %s"'
                      % (mount, q(copy), q(original), original))
@@ -565,6 +600,8 @@ def parse_log(text):
     plugins, errors, fatal = {}, {}, []
     booted = False
     for line in text.splitlines():
+        if line.startswith(_NOTE):
+            continue
         if not line.startswith('time=') and not line.startswith('{'):
             if line.strip():
                 fatal.append(line.strip())
@@ -618,7 +655,8 @@ def _cannot(res, t0, msg):
     return res
 
 
-def load_test(binary, config_path, run_command=None, timeout=20.0, required=None, ctr=None, workdir=None):
+def load_test(binary, config_path, run_command=None, timeout=20.0, required=None, ctr=None, workdir=None,
+              as_path=None):
     """Start ``binary`` on ``config_path`` in a sandbox; see the module docstring.
 
     binary: the node's containerd.  config_path: the candidate (anywhere; its
@@ -628,7 +666,12 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
     the CRI plugins of the binary's major version).  ctr: path of ctr, None
     to look beside the binary and in PATH, False to read the plugin list from
     containerd's log instead.  workdir: parent of the private folder
-    (default: the system's temporary folder; never under /run).
+    (default: the system's temporary folder; never under /run).  as_path:
+    test config_path as if it were already at as_path (an existing file,
+    typically the real config beside the engine's candidate): the daemon is
+    told --config as_path and reads the candidate there, so an import of
+    as_path itself (nvidia-ctk 1.17.8 writes one) reads the candidate too,
+    as it will after the rename.
     """
     t0 = time.time()
     run_command = run_command or _default_run_command
@@ -665,9 +708,15 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
         sb = _Sandbox(tmp)
         os.mkdir(sb.copies)
         os.mkdir(sb.private)
-        main = os.path.abspath(config_path)
+        main, content_from = os.path.abspath(config_path), None
+        if as_path:
+            if os.path.isfile(as_path):
+                main, content_from = os.path.abspath(as_path), os.path.abspath(config_path)
+            else:
+                sb.skip('as_path %s does not exist: the candidate was tested at its own path %s'
+                        % (as_path, config_path))
         try:
-            tree = _read_tree(main)
+            tree = _read_tree(main, content_from)
         except (IOError, OSError) as exc:
             return _cannot(res, t0, 'cannot read it (%s)' % exc.strerror)
         for index, (path, raw) in enumerate(tree):
@@ -676,11 +725,11 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
                 data = parse_toml(text)
             except (UnicodeDecodeError, TomlParseError, ValueError) as exc:
                 why = parse_error_message(path, exc) if isinstance(exc, TomlParseError) else '%s: %s' % (path, exc)
-                rc, out, err = run_command([binary, '--config', main, 'config', 'dump'])
+                rc, out, err = run_command([binary, '--config', config_path, 'config', 'dump'])
                 if rc != 0:
                     res.status = STATUS_FAILED
-                    res.errors.append('%s: containerd %s refuses it: %s' % (config_path, res.containerd_version,
-                                                                             _last_lines(err or out)))
+                    res.errors.append('%s: containerd %s refuses it: %s'
+                                      % (config_path, res.containerd_version, _last_lines(err or out)))
                     res.seconds = round(time.time() - t0, 3)
                     return res
                 return _cannot(res, t0, 'no private copy could be made of %s (%s); containerd\'s own config '
@@ -726,7 +775,7 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
         proc = None
         log_plugins, log_errors, booted, fatal = parse_log(_read(sb.log))
         res.log_tail = _last_lines(_read(sb.log), 10, 300)
-        res.skipped = sb.skipped
+        res.skipped = sb.skipped + [line[len(_NOTE):] for line in _read(sb.log).splitlines() if line.startswith(_NOTE)]
         if not up:
             setup = [line for line in fatal if line.startswith('nodeguard-preflight:')]
             if setup and not timed_out:
@@ -739,7 +788,7 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
                 # containerd's words about the original file (line and column
                 # of the original, not of the private copy), when config dump
                 # refuses it too; otherwise what the daemon said
-                rc, out, err = run_command([binary, '--config', main, 'config', 'dump'])
+                rc, out, err = run_command([binary, '--config', config_path, 'config', 'dump'])
                 said = _last_lines(err or out) if rc != 0 else '; '.join(fatal[-3:]) or _last_lines(res.log_tail, 5)
                 res.status = STATUS_FAILED
                 res.errors.append('%s: containerd %s refuses to start on it: %s'

@@ -6,9 +6,9 @@ daemon then refuses (or whose CRI plugin then fails).  Each case asserts
 both halves where that is the claim.
 
 The no-trace tests run the load test inside a *watched view* of the host: a
-private mount namespace where /etc, /opt, /var, /usr, /root, /home, /srv and
-/run are overlays whose upper layers record every write, and /tmp is an
-empty tmpfs.  Other engineers' processes on this machine cannot disturb the
+private mount namespace where /etc, /opt, /var, /usr, /root, /home and /srv
+are overlays whose upper layers record every write, and /tmp and /run are
+empty tmpfs (a node where containerd has not run yet).  Other engineers' processes on this machine cannot disturb the
 view, and anything the load test leaves in any of those folders shows up in
 an upper layer.
 """
@@ -227,6 +227,47 @@ def test_imports_are_read_and_merged_by_the_daemon(etc):
                     '.v3.toml.x1y2.nodeguard-tmp')
     res = load_test(binary('2.1'), candidate)
     assert res.status == 'ok', res.errors
+
+
+def test_as_path_tests_the_candidate_where_it_will_be(etc):
+    """nvidia-ctk 1.17.8 writes `imports = ["<its own path>"]`.  Beside the
+    real file, the candidate imports the *old* real file, whose CRI table (1.x)
+    replaces the candidate's: a wrong "ok".  as_path puts the candidate
+    where it will be after the rename, and the self-import reads it too."""
+    real = etc(GOOD['1.6'])
+    candidate = etc(CTK_DEBIAN_CONFIGURED.replace('version = 2\n', 'version = 2\nimports = ["%s"]\n' % real),
+                    '.config.toml.s3lf.nodeguard-tmp')
+    beside = load_test(binary('1.6'), candidate)
+    assert beside.status == 'ok', beside.errors    # the old file's runc hides the problem
+    there = load_test(binary('1.6'), candidate, as_path=real)
+    assert there.status == 'failed'
+    assert candidate in there.errors[0] and 'no corresponding runtime configured' in there.errors[0]
+    with open(real) as f:
+        assert f.read() == GOOD['1.6']                # the real file was only covered in the namespace
+    missing = load_test(binary('1.6'), candidate, as_path=real + '.absent')
+    assert missing.status == 'ok' and any('does not exist' in s for s in missing.skipped)
+
+
+@pytest.mark.parametrize('version,status', [('1.6', 'ok'), ('2.1', 'failed')])
+def test_byte_order_mark_kept_in_the_copy(etc, version, status):
+    """1.x reads a file that starts with a UTF-8 BOM, 2.x refuses it (measured): the copy keeps the mark."""
+    path = etc(u'\ufeff' + GOOD[version])
+    res = load_test(binary(version), path)
+    assert res.status == status, res.errors
+
+
+def test_relative_glob_resolved_like_16_does(etc, tmp_path):
+    """1.6.20 expands a relative glob against / : a drop-in found that way
+    gets its private copy too (its opt path is redirected, CRI verdict is the daemon's)."""
+    sub = tmp_path / 'etc' / 'containerd' / 'rel.d'
+    sub.mkdir()
+    (sub / '10.toml').write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n'
+                                 '  runtime_type = "io.containerd.kata.v2"\n')
+    rel = str(sub).lstrip('/') + '/*.toml'
+    path = etc(GOOD['1.6'].replace('version = 2\n', 'version = 2\nimports = ["%s"]\n' % rel), 'rel.toml')
+    res = load_test(binary('1.6'), path)
+    assert res.status == 'failed' and 'no corresponding runtime configured' in res.errors[0]
+    assert str(sub / '10.toml') in [p for p, _raw in _preflight._read_tree(path)]
 
 
 def test_version_3_file_under_16_still_needs_the_version_2_cri(etc):
@@ -520,7 +561,7 @@ HOSTILE['1.7'] = HOSTILE['1.6'].replace('[plugins."io.containerd.internal.v1.opt
   socket_path = "/var/run/nri/nri.sock"
 [plugins."io.containerd.internal.v1.opt"]''')
 
-WATCHED = ['/etc', '/opt', '/var', '/usr', '/root', '/home', '/srv', '/run']
+WATCHED = ['/etc', '/opt', '/var', '/usr', '/root', '/home', '/srv']
 
 VIEW = r'''
 import json, os, socket, subprocess, sys, threading, time
@@ -534,7 +575,9 @@ for d in spec['watched']:
             os.makedirs(os.path.join(cow, sub, name))
         subprocess.check_call(['mount', '-t', 'overlay', 'watch', '-o', 'lowerdir=%s,upperdir=%s,workdir=%s'
                                % (d, os.path.join(cow, 'u', name), os.path.join(cow, 'w', name)), d])
+# /tmp and /run start empty, as on a node where containerd does not run yet
 subprocess.check_call(['mount', '-t', 'tmpfs', 'watch-tmp', '/tmp'])
+subprocess.check_call(['mount', '-t', 'tmpfs', 'watch-run', '/run'])
 for path, text in spec['files'].items():
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, 'w') as f:
@@ -578,7 +621,7 @@ def snapshot():
     cg = sorted(d for d in os.listdir('/sys/fs/cgroup') if os.path.exists(
         os.path.join('/sys/fs/cgroup', d, spec['cgroup'])))
     return {'writes': dict((n, tree(os.path.join(cow, 'u', n))) for n in sorted(os.listdir(os.path.join(cow, 'u')))),
-            'tmp': tree('/tmp'), 'mounts': mounts, 'modules': modules, 'cgroups': cg,
+            'tmp': tree('/tmp'), 'run': tree('/run'), 'mounts': mounts, 'modules': modules, 'cgroups': cg,
             'unix': [p for p in unix_paths() if 'nodeguard-preflight' in p],  # filtered to this run below
             'dm': sorted(os.listdir('/dev/mapper')) if os.path.isdir('/dev/mapper') else []}
 
@@ -644,6 +687,7 @@ def test_no_trace_on_the_host(version):
         assert after['writes'][name] == before['writes'][name], (name, sorted(
             set(after['writes'][name]) - set(before['writes'][name])))
     assert after['tmp'] == before['tmp'] == []   # its temp dir is gone
+    assert after['run'] == before['run'], sorted(set(after['run']) - set(before['run']))
     assert after['mounts'] == before['mounts']
     assert after['modules'] == before['modules']
     assert after['cgroups'] == before['cgroups'] == []
