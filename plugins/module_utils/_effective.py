@@ -136,8 +136,7 @@ def iter_leaves(data, prefix=()):
         if not data and prefix:
             yield prefix, {}
         for key, value in data.items():
-            for item in iter_leaves(value, prefix + (key,)):
-                yield item
+            yield from iter_leaves(value, prefix + (key,))
     else:
         yield prefix, data
 
