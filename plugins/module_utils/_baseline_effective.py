@@ -210,21 +210,17 @@ def judge_tree(ctx, path, data, validate='auto', load_test=True, mirror=None):
     elif j.problems:
         j.notes.append('load test not run: the tree is refused already')
     else:
-        try:
-            res = _load_test(binary, path, ctx.run_command)
-        except ImportError:   # TEMPORARY until _preflight.py lands
-            j.notes.append('load test not available')
-            return j
-        j.load = dict(ok=bool(res.ok), skipped=getattr(res, 'skipped', None), seconds=getattr(res, 'seconds', None),
-                      plugins=getattr(res, 'plugins', None), required=getattr(res, 'required', None),
-                      errors=[real(e) for e in (getattr(res, 'errors', None) or [])])
-        if getattr(res, 'skipped', None):
-            j.notes.append('load test skipped: %s' % res.skipped)
-        elif res.ok:
+        res = _load_test(binary, path, ctx.run_command)
+        j.load = dict(status=res.status, ok=bool(res.ok), seconds=res.seconds, required=res.required,
+                      errors=[real(e) for e in res.errors], skipped=list(res.skipped or []),
+                      containerd_version=res.containerd_version)
+        if res.ok:
             j.checked.append('load test')
+        elif res.status == 'cannot_run':
+            # the test itself could not be made (not root, no unshare...): it judges nothing
+            j.notes.append('load test could not run: %s' % real(res.message()))
         else:
-            j.problems.append('containerd %s started on %s in isolation, but %s'
-                              % (ver_text(ver), shown, '; '.join(j.load['errors']) or 'the CRI plugin did not load'))
+            j.problems.append(real(res.message()))
     return j
 
 

@@ -160,6 +160,13 @@ def _judge(module, ctx, path, data, load_test=None):
                       params.get('load_test', True) if load_test is None else load_test)
 
 
+def _warn_unjudged(module, path, validated):
+    """A load test that could not run judges nothing: say so."""
+    for note in (validated or {}).get('notes') or []:
+        if note.startswith('load test could not run'):
+            module.warn('%s: %s; the result was judged without it' % (path, note))
+
+
 def _view(path, data, ctx):
     return load_effective(path, data, ctx.containerd_version)
 
@@ -300,6 +307,8 @@ def do_snapshot(module, store, path):
     for p in manifest['problems']:
         module.warn('baseline %r was taken of a config that would not load (allow_broken: true): %s'
                     % (store.name, p))
+    if judged is not None:
+        _warn_unjudged(module, path, judged.as_dict())
     if judged is not None and not judged.dump and params.get('validate') != 'none':
         module.warn('%s: the baseline holds no effective values from containerd itself (%s)'
                     % (path, '; '.join(judged.notes)))
@@ -382,6 +391,7 @@ def do_check(module, store, path):
         raise Done(result, failed=True)
     ctx = Context(module, path)
     judged = _judge(module, ctx, path, cmp.main.data)
+    _warn_unjudged(module, path, judged.as_dict())
     problems = judged.problems + cmp.tree.problems
     records, edrift, _view_now = _effective_now(module, ctx, baseline, path, cmp.main.data, protect, judged)
     _in_effect_note(cmp.protected_drift, records, path)
@@ -425,6 +435,7 @@ def do_restore(module, store, path):
         result['effective_drift'] = _effective_now(module, ctx, baseline, path, cmp.main.data, protect)[1]
     try:
         result.update(restore(module, ctx, baseline, path, target, (mode, uid, gid)))
+        _warn_unjudged(module, path, result.get('validated'))
     finally:
         for w in ctx.warnings:
             module.warn(w)
@@ -681,6 +692,8 @@ def do_repair(module, store, path):
     out['load_test'] = [x for x in [first.get('load_test_of_config')] + [r.get('load_test_of_dropin')
                                                                          for r in results[1:]] if x]
     out.pop('load_test_of_config', None)
+    for checked in out['load_test']:
+        _warn_unjudged(module, path, checked)
     diff = _diffs(results)
     if diff is not None:
         out['diff'] = diff

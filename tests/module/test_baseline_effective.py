@@ -386,3 +386,73 @@ def test_restore_over_a_tree_broken_by_the_dropin_is_validated(ver, binary, vari
     assert 'config dump' in done['validated']['checked']
     assert default_runtime(dump_of(node.path, binary), cri) == 'nvidia'
     assert run_module(MOD, state='check', **args)['effective_drift'] == []
+
+
+# ------------------------------------------------------------------ what only a real start shows
+def _unknown_snapshotter(text, cri):
+    """The CRI snapshotter set to nydus with no nydus proxy plugin: config dump accepts it, the CRI plugin fails."""
+    if cri == CRI2:
+        assert text.count('snapshotter = "overlayfs"') == 1
+        return text.replace('snapshotter = "overlayfs"', 'snapshotter = "nydus"')
+    assert text.count('    snapshotter = "overlayfs"\n') == 1
+    return text.replace('    snapshotter = "overlayfs"\n', '    snapshotter = "nydus"\n')
+
+
+@pytest.mark.parametrize('ver,binary,variant,cri', BINARIES)
+def test_load_test_refuses_what_config_dump_accepts(ver, binary, variant, cri, workdir, run_module, base):
+    binary = need(binary)
+    node = Node(workdir, variant)
+    good = read(node.before_toolkit())
+    path = write(node.path, _unknown_snapshotter(good, cri))
+    assert config_dump(path, binary)[0] == 0                       # config dump says yes
+    args = dict(base, path=path, containerd_bin=binary)
+
+    refused = run_module(MOD, expect_fail=True, **args)
+    assert 'no snapshot was taken' in refused['msg'] and 'failed to find snapshotter' in refused['msg']
+    assert refused['validated']['load_test']['status'] == 'failed'
+    assert not os.path.exists(os.path.join(base['store'], 'default', 'current'))
+    # the load test is what refused it: without it the same tree is taken
+    off = run_module(MOD, load_test=False, **args)
+    assert off['changed'] and off['problems'] == [] and 'load test' not in off['validated']['checked']
+    assert any('load_test: false' in n for n in off['validated']['notes'])
+
+    # a good baseline; then the tree breaks in a way only a start shows
+    write(path, good)
+    snap = run_module(MOD, overwrite=True, **args)
+    assert snap['validated']['checked'] == ['built-in checks', 'config dump', 'load test']
+    assert snap['validated']['load_test']['ok'] is True
+    write(path, _unknown_snapshotter(good, cri))
+    failed = run_module(MOD, state='check', expect_fail=True, **args)
+    assert failed['effective_drift'] == [] and failed['protected_drift'] == []
+    assert any('failed to find snapshotter' in p for p in failed['problems'])
+
+    # repair would keep the unknown snapshotter (not protected): its result fails the load test, nothing is written
+    data = tomlkit.parse(read(path))
+    del data['plugins'][cri]['containerd']['runtimes']['runc']
+    write(path, tomlkit.dumps(data))
+    held = read(path)
+    refused = run_module(MOD, state='repair', expect_fail=True, **args)
+    assert 'refusing to write' in refused['msg'] and 'failed to find snapshotter' in refused['msg']
+    assert read(path) == held
+    # restore puts back the whole good tree, judged by a real start
+    done = run_module(MOD, state='restore', **args)
+    assert read(path) == good and 'load test' in done['validated']['checked']
+
+
+@pytest.mark.parametrize('ver,binary,variant,cri', V2_BINARIES)
+def test_restore_refuses_a_baseline_that_fails_the_load_test(ver, binary, variant, cri, workdir, run_module, base):
+    binary = need(binary)
+    node = Node(workdir, variant)
+    good = read(node.before_toolkit())
+    path = write(node.path, _unknown_snapshotter(good, cri))
+    args = dict(base, path=path, containerd_bin=binary)
+    loud = run_module(MOD, allow_broken=True, **args)
+    assert any('failed to find snapshotter' in w for w in loud['warnings'])
+    write(path, good)
+    refused = run_module(MOD, state='restore', expect_fail=True, **args)
+    assert 'baseline itself is broken' in refused['msg'] and 'failed to find snapshotter' in refused['msg']
+    assert read(path) == good
+    # validate: none turns containerd's judgement off (the built-in checks still run)
+    write(path, 'version = 2\n')
+    done = run_module(MOD, state='restore', validate='none', **args)
+    assert done['validated']['checked'] == ['built-in checks'] and read(path) == _unknown_snapshotter(good, cri)
