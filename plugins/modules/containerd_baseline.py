@@ -21,18 +21,34 @@ description:
     C(<store>/<name>/<id>/) and points C(<store>/<name>/current) at it. The snapshot is built in a temporary
     folder and renamed into place, so a crash leaves the previous baseline or the new one. A missing config is
     recorded as missing.
-  - O(state=check) reports drift as key paths (C(added), C(removed), C(changed) with before and after values)
-    and fails when a protected key (O(protect)) drifted or when the config is missing, is not valid TOML or
-    would not load. It never changes anything.
+  - A snapshot is only taken of a tree the node's containerd loads. It is judged by the built-in checks, the
+    config version the node reads, the node's C(containerd config dump) (which refuses, for example, the
+    integer C(pause_threshold = 1) on containerd 1.6 and 1.7) and a real start of containerd on the tree in
+    isolation (O(load_test)), which shows a CRI plugin that fails although C(config dump) accepts the file.
+    A tree that fails is refused and nothing is stored, unless O(allow_broken=true), which records it with its
+    problems and warns.
+  - The snapshot also stores the effective value of every protected key (what containerd runs after merging
+    config.toml and its drop-ins, with the file the value comes from) and the node's C(config dump) of the
+    tree (C(effective.toml)).
+  - O(state=check) reports drift as key paths (C(added), C(removed), C(changed) with before and after values),
+    and effective drift (C(effective_drift)) of the protected keys, each naming the file that caused it (a
+    drop-in that changed the default runtime counts). It fails when what containerd runs drifted, when a
+    protected key drifted in config.toml itself (also when a drop-in hides it for now), or when the config is
+    missing, is not valid TOML or would not load (judged as for a snapshot). It never changes anything.
   - O(state=restore) puts back the config and the imported files byte for byte with their mode and owner, also
     when the current file is not valid TOML or is missing, and puts back the ledger copy so that the ledger
     agrees with the restored file. Before anything is replaced, the tree as it will be after the restore is
-    checked with the built-in checks and the node's C(containerd config dump) (see O(validate)); a baseline
-    that would not load is refused.
+    checked with the built-in checks, the node's C(containerd config dump) (see O(validate)) and the real-load
+    test (O(load_test)); a baseline that would not load is refused.
   - O(state=repair) puts back only the protected keys (by default the CRI C(runc) runtime table and
-    C(default_runtime_name)) from the baseline into the current config, keeping every other change (an
-    C(nvidia) runtime added since stays), and folds duplicate and dangling C(imports) entries. The result is
-    verified and validated like every nodeguard write.
+    C(default_runtime_name)) from the baseline, keeping every other change (an C(nvidia) runtime added since
+    stays), and folds duplicate and dangling C(imports) entries. It first puts config.toml's own protected keys
+    back where that is in effect; then, for each protected key whose effective value still differs from the
+    baseline's, it writes the baseline's value into the drop-in that decides it (O(edit_in=auto)), for example
+    C(default_runtime_name = "runc") into the NVIDIA toolkit's C(conf.d/99-nvidia.toml). What it cannot fix is
+    returned in C(left) with the reason (and warned), for example a key a drop-in hides, or a value that came
+    from a drop-in that is gone. Every file is verified, checked, validated and load-tested like every nodeguard write; a
+    result that would not load is refused.
   - O(state=absent) deletes the baseline (all of its snapshots).
 author:
   - nodeguard maintainers (@nodeguard)
@@ -97,7 +113,11 @@ options:
       - A table is compared and put back whole.
       - Default is V(cri.runtimes.runc) and V(cri.default_runtime_name). An empty list protects nothing; O(state=check)
         then fails only on a config that is missing or would not load, and O(state=repair) only folds imports.
-      - Protected keys are compared in the config file itself, not in its imports.
+      - Protected keys are compared twice, in config.toml itself (C(protected_drift)) and as containerd runs them,
+        merged with the drop-ins (C(effective_drift), from C(config dump) when the baseline and the node have one
+        from the same containerd version, else from nodeguard's merge model). An unset C(default_runtime_name)
+        counts as V(runc), containerd's own default.
+      - O(state=snapshot) records the effective values of these keys and of the default ones.
     type: list
     elements: str
   overwrite:
@@ -121,15 +141,47 @@ options:
     default: false
   validate:
     description:
-      - How the result is checked before it replaces anything (O(state=restore) and O(state=repair)).
+      - How a tree is judged (the tree being snapshotted or checked, and the result of O(state=restore) and
+        O(state=repair) before it replaces anything).
       - V(auto) runs the node's own C(containerd --config <candidate> config dump) when a C(containerd) binary is
-        in PATH. Any other string is a command that must contain C(%s) (the candidate's path). V(none) skips the
-        command.
+        found (see O(containerd_bin)). Any other string is a command that must contain C(%s) (the candidate's
+        path); C(config dump) then runs as well, for the effective values. V(none) skips every command (no
+        C(config dump) and no load test).
       - The built-in checks (every non-glob import exists, the default runtime is defined, no drop-in replaces a
-        plugin table of the main file on containerd 1.x) always run.
-      - For O(state=restore) the candidate is a copy of the restored tree in a temporary folder, whose absolute
-        C(imports) entries point into that folder, because the files being restored are not on disk yet.
+        plugin table of the main file on containerd 1.x, the config version is one the node reads) always run.
+      - For O(state=restore) and O(state=repair) the candidate is a copy of the tree in a temporary folder, whose
+        absolute C(imports) entries point into that folder, because the files being written are not on disk yet.
     type: str
+    default: auto
+  load_test:
+    description:
+      - Start the node's containerd on the tree in isolation (a private mount, network and PID namespace, its own
+        root, state and socket; the node's containerd is not touched) and require the CRI plugins to be C(ok),
+        for O(state=snapshot), O(state=check), O(state=restore) and O(state=repair). C(config dump) accepts configs
+        whose CRI plugin then fails to load (for example a snapshotter that does not exist); only a start shows it.
+      - Runs when a containerd binary is found and O(validate) is not V(none); costs about a second. Needs root
+        and C(unshare); when the test cannot be made it is reported in C(validated.notes) and warned, and the tree
+        is judged without it.
+      - V(false) turns it off.
+    type: bool
+    default: true
+  allow_broken:
+    description:
+      - With O(state=snapshot), record a tree that containerd would not load instead of refusing it. The
+        problems are stored in the manifest (C(broken=true), C(problems)), returned and warned. O(state=restore)
+        still refuses to put such a baseline back.
+    type: bool
+    default: false
+  edit_in:
+    description:
+      - Where O(state=repair) may write.
+      - V(auto) puts config.toml's protected keys back where that is in effect, then writes the baseline's
+        effective value of each key that still drifts into the drop-in that decides it (the engine's checks
+        apply there too). A program that writes that drop-in (the NVIDIA toolkit) may write it again; a warning
+        says so.
+      - V(config) writes config.toml only; drift that a drop-in decides is left and listed in C(left).
+    type: str
+    choices: [auto, config]
     default: auto
   containerd_bin:
     description:
@@ -199,6 +251,8 @@ notes:
   - A restore never deletes a file. A drop-in created after the snapshot that matches an imports glob stays and
     is reported in a warning.
   - O(state=repair) does not record anything in the ledger; the keys it puts back belong to the baseline.
+  - A baseline taken before effective values were recorded is compared from its stored files (merged the way
+    the node's containerd merges them), without a C(config dump).
 requirements:
   - tomlkit (Python library, on the managed node)
 seealso:
@@ -221,6 +275,18 @@ EXAMPLES = r'''
     state: repair
     backup: true
   notify: Restart containerd
+
+- name: Repair config.toml only; a default runtime set by a drop-in is reported in left, not changed
+  nodeguard.containerd.containerd_baseline:
+    state: repair
+    edit_in: config
+  register: repaired
+
+- name: Record a known-broken node anyway (restore will still refuse to put it back)
+  nodeguard.containerd.containerd_baseline:
+    state: snapshot
+    name: before-fix
+    allow_broken: true
 
 - name: Protect the snapshotter too (resolved for config version 2 or 3)
   nodeguard.containerd.containerd_baseline:
@@ -377,8 +443,12 @@ drifted:
   type: bool
 protected_drift:
   description:
-    - The protected keys that differ from the baseline, each with C(key) (as given in O(protect)), C(path) (dotted,
-      for the file's version), C(change) (V(added), V(removed) or V(changed)), C(before) and C(after).
+    - The protected keys that differ from the baseline in config.toml itself, each with C(key) (as given in
+      O(protect)), C(path) (dotted, for the file's version), C(change) (V(added), V(removed) or V(changed)),
+      C(before) and C(after).
+    - For O(state=check) also C(in_effect) (whether config.toml's value is the one containerd runs) and, when it
+      is not, C(shadowed_by) (the drop-in whose value or table runs instead; config.toml's value comes into
+      effect again if that file goes).
     - Null when the current config could not be read.
   returned: O(state=check), O(state=repair)
   type: list
@@ -390,10 +460,68 @@ protected_drift:
       before: {runtime_type: io.containerd.runc.v2, options: {SystemdCgroup: true}}
       after: null
 problems:
-  description: Why the config (now, for O(state=check); at snapshot time, for O(state=snapshot)) would not load.
+  description:
+    - Why the config (now, for O(state=check); at snapshot time, for O(state=snapshot)) would not load, in the
+      words of the built-in checks, C(config dump) or the load test.
+    - A snapshot with problems is only taken with O(allow_broken=true).
   returned: O(state=check), O(state=snapshot) when a snapshot was taken
   type: list
   elements: str
+effective:
+  description:
+    - The protected keys as containerd runs them (config.toml merged with its drop-ins by the node's containerd
+      version's rules). For O(state=snapshot) these are also stored in the manifest (C(effective.values)).
+    - Each has C(key), C(path) (dotted, in the merged layout; version 3 paths on containerd 2.x), C(value) (the
+      merged value; V(runc) for an unset C(default_runtime_name), with C(default=true)), C(file) (the file that
+      sets it, null when none does), C(owner) (the file whose table holds it; on containerd 1.x the last file
+      that defines the plugin table) and C(dumped) (the value C(config dump) shows; only when a dump was made).
+  returned: O(state=snapshot) of an existing config, O(state=check), O(state=repair)
+  type: list
+  elements: dict
+  sample:
+    - key: cri.default_runtime_name
+      path: plugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name
+      value: nvidia
+      default: false
+      file: /etc/containerd/conf.d/99-nvidia.toml
+      owner: /etc/containerd/conf.d/99-nvidia.toml
+      dumped: nvidia
+effective_drift:
+  description:
+    - The protected keys whose effective value differs from the baseline's. For O(state=restore), before the
+      restore; for O(state=repair), what is left after it.
+    - Each has C(key), C(path), C(change) (V(added), V(removed), V(changed)), C(before), C(after), C(file) (the
+      file that caused it), C(before_file) (where the baseline's value came from), C(compared) (V(config dump)
+      when both sides have a dump of the same containerd version, else V(model)) and C(why) (a sentence).
+  returned: O(state=check), O(state=restore) when the current config can be read, O(state=repair)
+  type: list
+  elements: dict
+  sample:
+    - key: cri.default_runtime_name
+      path: plugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name
+      change: changed
+      before: runc
+      after: nvidia
+      file: /etc/containerd/conf.d/99-nvidia.toml
+      before_file: /etc/containerd/config.toml
+      compared: config dump
+      why: containerd 1.6 now runs cri.default_runtime_name = 'nvidia', set by /etc/containerd/conf.d/99-nvidia.toml
+        (the baseline ran 'runc' from /etc/containerd/config.toml)
+validated:
+  description:
+    - How the tree was judged. C(checked) lists what passed (V(built-in checks), V(validate command),
+      V(config dump), V(load test)); C(notes) says what could not judge it and why (no binary, O(load_test=false),
+      O(validate=none), a load test that could not run); C(load_test) is the load test's C(status) (V(ok),
+      V(failed), V(timeout), V(cannot_run)), C(ok), C(seconds), C(required) (the CRI plugins and their status),
+      C(errors), C(skipped) and C(containerd_version), or null when it did not run.
+    - For O(state=restore), of the tree as it will be after the restore.
+  returned: O(state=snapshot), O(state=check), O(state=restore)
+  type: dict
+  sample:
+    checked: [built-in checks, config dump, load test]
+    notes: []
+    load_test: {status: ok, ok: true, seconds: 0.61, required: {io.containerd.grpc.v1.cri: ok}, errors: [],
+                skipped: [], containerd_version: 1.6.20}
 protect:
   description: The protected keys and their dotted paths for the current file.
   returned: O(state=check) when the config can be read
@@ -408,7 +536,39 @@ restored:
   elements: str
   sample: [/etc/containerd/conf.d/nydus-snapshotter.toml, /etc/containerd/config.toml]
 restored_keys:
-  description: O(state=repair), each key put back with C(key), C(path) and C(change) (what had happened to it).
+  description: O(state=repair), each key put back into config.toml with C(key), C(path) and C(change) (what had
+    happened to it).
+  returned: O(state=repair)
+  type: list
+  elements: dict
+repaired:
+  description:
+    - O(state=repair), every key it put back, in any file, with C(key), C(path) (in that file), C(file) and
+      C(change); for a drop-in also C(before) and C(after).
+  returned: O(state=repair)
+  type: list
+  elements: dict
+  sample:
+    - key: cri.default_runtime_name
+      path: plugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name
+      file: /etc/containerd/conf.d/99-nvidia.toml
+      change: changed
+      before: nvidia
+      after: runc
+left:
+  description:
+    - O(state=repair), what it did not fix and why, each with C(key), C(file) and C(why); C(shadowed_by) names
+      the drop-in that makes a config.toml change have no effect. Each is also warned.
+  returned: O(state=repair)
+  type: list
+  elements: dict
+written:
+  description: O(state=repair), the files it wrote (or would write, in check mode), config.toml first.
+  returned: O(state=repair)
+  type: list
+  elements: str
+load_test:
+  description: O(state=repair), how each file's candidate was judged before it was written (as RV(validated)).
   returned: O(state=repair)
   type: list
   elements: dict
@@ -455,7 +615,9 @@ backup_files:
   type: list
   elements: str
 diff:
-  description: Before and after text, with C(--diff). A list of one per file for O(state=restore).
+  description:
+    - Before and after text, with C(--diff). A list of one per file for O(state=restore), and for O(state=repair)
+      when it changed more than one file.
   returned: changed and diff mode
   type: raw
 plugin:
