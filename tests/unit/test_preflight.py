@@ -20,7 +20,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 import pytest
 
@@ -47,7 +46,7 @@ def binary(version):
 
 
 def dump(b, path):
-    proc = subprocess.run([b, '--config', path, 'config', 'dump'], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([b, '--config', path, 'config', 'dump'], capture_output=True, text=True, timeout=60, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -422,7 +421,7 @@ def test_cannot_run_as_non_root(etc, tmp_path):
             'from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test\n'
             'r = load_test(%r, %r); print(json.dumps([r.status, r.errors]))' % (COLLECTIONS_ROOT, binary('1.6'), path))
     proc = subprocess.run(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', sys.executable, '-c', code],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     status, errors = json.loads(proc.stdout)
     assert status == 'cannot_run'
@@ -672,7 +671,7 @@ def test_no_trace_on_the_host(version):
         env = dict(os.environ)
         env.pop('TMPDIR', None)
         proc = subprocess.run(['unshare', '--mount', '--propagation', 'private', sys.executable, '-c', VIEW,
-                               json.dumps(spec)], capture_output=True, text=True, timeout=120, env=env)
+                               json.dumps(spec)], capture_output=True, text=True, timeout=120, env=env, check=False)
         assert proc.returncode == 0, proc.stderr[-3000:]
         out = json.loads(proc.stdout)
     finally:
@@ -722,9 +721,9 @@ for base, dirs, files in os.walk(cow + '/u'):
 '''
     try:
         proc = subprocess.run(['unshare', '--mount', '--propagation', 'private', sys.executable, '-c', script, cow, b,
-                               '/run/ng-unsandboxed/config.toml'], capture_output=True, text=True, timeout=60)
+                               '/run/ng-unsandboxed/config.toml'], capture_output=True, text=True, timeout=60, check=False)
     finally:
-        subprocess.run(['umount', '-R', cow], capture_output=True)
+        subprocess.run(['umount', '-R', cow], capture_output=True, check=False)
         shutil.rmtree(cow, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr
     seen = proc.stdout.split()
