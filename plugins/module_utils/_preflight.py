@@ -33,7 +33,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ctypes
 import errno
+import fcntl
+import glob
 import json
 import math
 import os
@@ -407,6 +410,51 @@ def _read_tree(config_path, content_from=None):
 
 # ---------------------------------------------------------------- running
 
+_PR_SET_PDEATHSIG = 1
+PREFIX = 'nodeguard-preflight-'
+STALE_AFTER = 120.0  # seconds; a live run holds its folder's lock anyway
+
+
+def _die_with_parent():
+    """preexec_fn: unshare gets SIGKILL when the process that started it
+    dies (Ansible killed mid-task), and with --kill-child takes containerd
+    and its namespaces along."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _lock_folder(tmp):
+    fd = os.open(os.path.join(tmp, '.lock'), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def _remove_stale(base):
+    """Private folders of runs whose process was killed (SIGKILL leaves no
+    finally): old enough, and nobody holds their lock."""
+    removed = []
+    for d in glob.glob(os.path.join(base, PREFIX + '*')):
+        try:
+            if time.time() - os.lstat(d).st_mtime < STALE_AFTER or not os.path.isdir(d) or os.path.islink(d):
+                continue
+            fd = os.open(os.path.join(d, '.lock'), os.O_RDWR)
+        except (IOError, OSError):
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except (IOError, OSError):
+            os.close(fd)
+            continue  # a live run
+        try:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+        finally:
+            os.close(fd)
+    return removed
+
+
 def _default_run_command(cmd, timeout=30):
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     try:
@@ -700,8 +748,10 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
     base = workdir or tempfile.gettempdir()
     if os.path.realpath(base).startswith('/run/') or os.path.realpath(base) == '/run':
         base = '/tmp' if os.path.isdir('/tmp') else '/var/tmp'
-    tmp = tempfile.mkdtemp(prefix='nodeguard-preflight-', dir=base)
+    _remove_stale(base)
+    tmp = tempfile.mkdtemp(prefix=PREFIX, dir=base)
     os.chmod(tmp, 0o700)
+    lock_fd = _lock_folder(tmp)
     proc = None
     logf = None
     try:
@@ -746,9 +796,8 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
         script = _script(sb, binary, main, run_dirs, tools)
         logf = open(sb.log, 'w')
         cmd = [unshare] + _unshare_flags(unshare) + [tools['sh'], '-c', script]
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL if hasattr(subprocess, 'DEVNULL') else None,
-                                stdout=logf, stderr=subprocess.STDOUT, close_fds=True, start_new_session=True,
-                                cwd='/')
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, close_fds=True,
+                                start_new_session=True, cwd='/', preexec_fn=_die_with_parent)
         deadline = t0 + timeout
         up = False
         while time.time() < deadline:
@@ -814,6 +863,7 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
         if logf is not None:
             logf.close()
         _remove(tmp)
+        os.close(lock_fd)
 
 
 def _run_bounded(cmd, timeout):

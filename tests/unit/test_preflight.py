@@ -16,10 +16,12 @@ an upper layer.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import pytest
 
@@ -465,6 +467,73 @@ def test_plain_host_run_leaves_no_temp_dir_mount_or_process(etc, parent):
     assert 'nodeguard-preflight' not in mounts_after
     assert mounts_after == mounts_before
     assert processes_under(parent) == []
+
+
+def test_caller_killed_mid_run_takes_the_daemon_along(etc, parent, tmp_path):
+    """SIGKILL of the process running the load test (Ansible's task timeout)
+    runs no finally: the daemon must still die (PDEATHSIG on unshare, which
+    kills containerd, PID 1 of its namespace), and the next run removes the
+    orphaned private folder."""
+    slow_ctr = tmp_path / 'slow-ctr'
+    pidfile = tmp_path / 'slow-ctr.pid'
+    slow_ctr.write_text('#!/bin/sh\necho $$ > %s\nexec sleep 60\n' % pidfile)
+    slow_ctr.chmod(0o755)
+    code = ('import sys; sys.path.insert(0, %r)\n'
+            'from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test\n'
+            'load_test(%r, %r, ctr=%r, workdir=%r, timeout=60)'
+            % (COLLECTIONS_ROOT, binary('1.6'), etc(GOOD['1.6']), str(slow_ctr), parent))
+    runner = subprocess.Popen([sys.executable, '-c', code], start_new_session=True)
+    try:
+        deadline = time.time() + 30
+        daemon = []
+        while time.time() < deadline and not daemon:
+            daemon = [p for p in processes_under(parent) if _argv0(p).endswith('/containerd')]
+            time.sleep(0.05)
+        assert daemon, 'the daemon never started'
+        runner.kill()
+        runner.wait()
+        deadline = time.time() + 10
+        while time.time() < deadline and [p for p in processes_under(parent) if _argv0(p) != 'sleep']:
+            time.sleep(0.05)
+        assert [p for p in processes_under(parent) if _argv0(p) != 'sleep'] == []
+        orphaned = os.listdir(parent)
+        assert len(orphaned) == 1 and orphaned[0].startswith('nodeguard-preflight-')
+        # the next run removes it once it is old enough and unlocked
+        old = time.time() - _preflight.STALE_AFTER - 1
+        os.utime(os.path.join(parent, orphaned[0]), (old, old))
+        res = load_test(binary('1.6'), etc(GOOD['1.6'], 'next.toml'), workdir=parent)
+        assert res.status == 'ok', res.errors
+        assert os.listdir(parent) == []
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        if pidfile.exists():
+            try:
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+
+def _argv0(pid):
+    try:
+        with open('/proc/%s/cmdline' % pid, 'rb') as f:
+            return f.read().split(b'\0')[0].decode()
+    except OSError:
+        return ''
+
+
+def test_a_live_run_is_not_stale(parent):
+    """Another run's folder, locked, is never removed, however old."""
+    d = tempfile.mkdtemp(prefix='nodeguard-preflight-', dir=parent)
+    fd = _preflight._lock_folder(d)
+    try:
+        old = time.time() - 3600
+        os.utime(d, (old, old))
+        assert _preflight._remove_stale(parent) == []
+        assert os.path.isdir(d)
+    finally:
+        os.close(fd)
+    assert _preflight._remove_stale(parent) == [d]
 
 
 # ---------------------------------------------------------------- the copy
