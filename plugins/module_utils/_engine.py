@@ -415,8 +415,6 @@ def _choose_target(module, ctx, edit, main, view_before):
 
 
 def _retarget(module, ctx, edit, main, path):
-    ctx.warn('%s: the change was written to %s, where containerd reads it (a drop-in another tool may manage; '
-             'nodeguard undoes it there on state: absent)' % (main.path, path))
     main.doc = ConfigDocument(main.path, main.text)  # drop what the first try did to config.toml
     main.ledger = Ledger.load(module.params['state_dir'], main.path)
     target = _read_config(module, ctx, path, main_version=main.doc.version)
@@ -609,6 +607,11 @@ def _transaction(module, ctx, edit, ignore_missing_imports, allow_plugin_overrid
             lost = [e for e in effects if not e.in_effect and e.value is not ABSENT]
             if lost:
                 raise _shadow_error(target.path, lost, ctx.edit_in)
+            if target is not main and module.params.get('state') != 'absent':
+                # said once per write: that drop-in may belong to another tool
+                ctx.warn('%s: the change %s written to %s, where containerd reads it (nodeguard records it there and '
+                         'undoes it there on state: absent)' % (path, 'would be' if module.check_mode else 'is',
+                                                                target.path))
             if module.check_mode:
                 result['effects'] = [e.as_dict() for e in effects]
                 result['changed'] = True

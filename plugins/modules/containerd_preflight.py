@@ -25,7 +25,7 @@ description:
     and NRI folders, snapshotter root paths, C([cgroup] path), proxy plugin sockets) are pointed into the
     private folder in private copies of the files, bind-mounted over the originals inside the namespace
     only; C(/run) is a copy-on-write overlay there. The device snapshotters (devmapper, zfs, btrfs, aufs,
-    blockfile, erofs) are never started. What was not exercised is listed in RV(skipped).
+    blockfile, erofs) are never started. What was not exercised is listed in RV(not_checked).
   - Read-only. It writes nothing on the host, so it also runs in check mode, and never reports a change.
   - Needs root and C(unshare) (util-linux). When the test cannot be made, the module fails with
     RV(status=cannot_run); it never passes silently.
@@ -73,7 +73,7 @@ notes:
   - Cost is about one containerd start, a few tenths of a second (see C(docs/preflight.md) for measured figures).
   - The result is the daemon's own verdict on the merged config. Whether a device snapshotter named by
     the CRI config works on this node is not tested; the CRI plugin is loaded with the C(native)
-    snapshotter in its place, and RV(skipped) says so.
+    snapshotter in its place, and RV(not_checked) says so.
 seealso:
   - module: nodeguard.containerd.containerd_setting
   - module: nodeguard.containerd.containerd_runtime
@@ -155,7 +155,7 @@ plugin_warnings:
   returned: always
   type: list
   elements: str
-skipped:
+not_checked:
   description: What the test deliberately did not exercise, and why.
   returned: always
   type: list
@@ -213,9 +213,11 @@ def main():
 
     res = load_test(binary, path, run_command=run_command, timeout=module.params['timeout'],
                     required=module.params['required_plugins'])
+    # not_checked, not `skipped`: Ansible takes a result's top-level `skipped`
+    # for a skipped task and then ignores the caller's failed_when
     out = dict(changed=False, status=res.status, path=path, containerd_bin=binary,
                containerd_version=res.containerd_version, required=res.required, plugins=res.plugins,
-               errors=res.errors, plugin_warnings=res.warnings, skipped=res.skipped, seconds=res.seconds,
+               errors=res.errors, plugin_warnings=res.warnings, not_checked=res.skipped, seconds=res.seconds,
                method=res.method, log_tail=res.log_tail)
     for warning in res.warnings:
         module.warn(warning)
