@@ -4,12 +4,13 @@
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, module_result
+from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, REPO, module_result
 
 BINARIES = {'1.6': CONTAINERD_1, '1.7': CONTAINERD_17, '2.1': CONTAINERD_2}
 
@@ -166,3 +167,57 @@ def test_timeout(run_module, config):
     r = run_module('containerd_preflight', expect_fail=True, path=path, containerd_bin=binary('2.1'), timeout=0.05)
     assert r['status'] == 'timeout', r['msg']
     assert 'did not answer within 0.05s' in r['msg']
+
+
+PLAY = '''
+- name: Preflight as a playbook uses it
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Broken config ({bad})
+      nodeguard.containerd.containerd_preflight:
+        path: {bad}
+        containerd_bin: {ctd}
+      register: broken
+      failed_when: broken.status not in ['ok', 'cannot_run']
+      ignore_errors: true
+    - name: Test that cannot run
+      nodeguard.containerd.containerd_preflight:
+        path: {good}
+        containerd_bin: {nobin}
+      register: cannot
+      failed_when: cannot.status not in ['ok', 'cannot_run']
+    - name: Good config with a device snapshotter
+      nodeguard.containerd.containerd_preflight:
+        path: {dm}
+        containerd_bin: {ctd}
+      register: good
+      check_mode: true
+    - name: Report
+      ansible.builtin.debug:
+        msg: "RESULT {{{{ [broken is failed, broken is skipped, broken.status, cannot is failed, cannot.status,
+              good is failed, good is skipped, good.status, good.changed, good.not_checked | length > 1] | to_json }}}}"
+'''
+
+
+def test_through_ansible_playbook_failed_when_and_check_mode(config, workdir):
+    """failed_when on `status` works (a top-level `skipped` in the result
+    would make Ansible call the task skipped and ignore failed_when)."""
+    bad = config(CTK, 'bad.toml')
+    good = config(GOOD[2], 'good.toml')
+    dm = config('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  snapshotter = "devmapper"\n',
+                'dm.toml')
+    play = os.path.join(workdir, 'play.yml')
+    with open(play, 'w') as f:
+        f.write(PLAY.format(bad=bad, good=good, dm=dm, ctd=binary('1.6'), nobin=os.path.join(workdir, 'nope')))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
+               ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
+                           '-e', 'ansible_python_interpreter=' + sys.executable, play],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    found = re.search(r'RESULT (\[.*?\])', proc.stdout)
+    assert found, proc.stdout[-3000:]
+    assert json.loads(found.group(1).replace('\\"', '"')) == [
+        True, False, 'failed', False, 'cannot_run', False, False, 'ok', False, True]

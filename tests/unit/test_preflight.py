@@ -375,6 +375,17 @@ def test_log_parsing_path_reports_the_cri_error(etc):
     assert 'no corresponding runtime configured' in res.errors[0]
 
 
+@pytest.mark.parametrize('version', ['1.6', '2.1'])
+def test_log_path_with_a_quiet_json_log_config(etc, version):
+    """The config's own [debug] level/format do not blind the log reader
+    (--log-level info on the command line, format text in the copy)."""
+    quiet = GOOD[version].replace('\n', '\n[debug]\n  level = "error"\n  format = "json"\n', 1)
+    res = load_test(binary(version), etc(quiet), ctr=False)
+    assert res.method == 'log'
+    assert res.status == 'ok', res.errors
+    assert set(res.required.values()) == {'ok'}
+
+
 def test_no_ctr_anywhere_uses_the_log(etc, tmp_path, monkeypatch):
     lone = tmp_path / 'bin'
     lone.mkdir()
