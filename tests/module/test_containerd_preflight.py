@@ -197,7 +197,7 @@ PLAY = '''
     - name: Report
       ansible.builtin.debug:
         msg: "RESULT {{{{ [broken is failed, broken is skipped, broken.status, cannot is failed, cannot.status,
-              good is failed, good is skipped, good.status, good.changed, good.not_checked | length > 1] | to_json }}}}"
+              good is failed, good is skipped, good.status, good.changed, good.not_checked | length > 0] | to_json }}}}"
 '''
 
 
