@@ -554,6 +554,12 @@ def _script(sb, binary, config_path, run_dirs, tools):
                         'no overlayfs: %s was replaced by an empty tmpfs in the namespace, so files there '
                         '(proxy plugin sockets, imports under %s) were not visible' % (d, d), d))
     for copy, original in sb.binds:
+        if any(original.startswith(d.rstrip('/') + '/') for d in run_dirs):
+            # a file on a mount below /run is hidden by the overlay (it shows
+            # the mount point only): give the copy a place in the overlay,
+            # whose writes stay in the namespace
+            lines.append('[ -e %s ] || { %s -p %s && : > %s; } || fail "cannot place the private copy at %s"'
+                         % (q(original), mkdir, q(os.path.dirname(original)), q(original), original))
         lines.append('%s --bind %s %s || fail "cannot bind the private copy over %s"'
                      % (mount, q(copy), q(original), original))
     lines.append('exec %s --config %s --address %s --root %s --state %s --log-level info'

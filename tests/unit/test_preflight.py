@@ -550,6 +550,38 @@ def test_a_live_run_is_not_stale(parent):
     assert _preflight._remove_stale(parent) == [d]
 
 
+def test_config_on_a_mount_below_run(parent):
+    """/run is an overlay in the namespace, which shows a mount below /run
+    as an empty mount point: a config (and its import) on such a mount is
+    still read.  The mount is made in a private namespace of the test."""
+    sub = '/run/ng-pf-submount-%d' % os.getpid()
+    os.mkdir(sub)
+    code = r'''
+import os, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+sub, ctd, parent = sys.argv[2:5]
+subprocess.check_call(['mount', '-t', 'tmpfs', 'ng-sub', sub])
+with open(sub + '/10-kata.toml', 'w') as f:
+    f.write('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n  runtime_type = "io.containerd.kata.v2"\n')
+with open(sub + '/config.toml', 'w') as f:
+    f.write('version = 2\nimports = ["%s/*-kata.toml"]\n' % sub)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test
+r = load_test(ctd, sub + '/config.toml', workdir=parent)
+print(r.status, '|'.join(r.errors))
+'''
+    try:
+        proc = subprocess.run(['unshare', '--mount', '--propagation', 'private', sys.executable, '-c', code,
+                               COLLECTIONS_ROOT, sub, binary('1.7'), parent],
+                              capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        os.rmdir(sub)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    status, _sep, errors = proc.stdout.strip().partition(' ')
+    # the import was read: its CRI table (kata only) replaced the default runc on 1.7
+    assert status == 'failed', proc.stdout
+    assert 'no corresponding runtime configured' in errors
+
+
 # ---------------------------------------------------------------- the copy
 
 def test_dump_toml_round_trips_types():
