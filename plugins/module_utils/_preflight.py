@@ -79,6 +79,7 @@ STATUS_CANNOT_RUN = 'cannot_run'
 _VERSION_RE = re.compile(r'\bv?(\d+)\.(\d+)(?:\.(\d+))?')
 _BOOTED = 'containerd successfully booted'
 _NOTE = 'nodeguard-preflight-note: '
+_EXEC = 'nodeguard-preflight-exec'  # the namespace is set up; containerd starts
 
 
 def required_for(version):
@@ -562,6 +563,7 @@ def _script(sb, binary, config_path, run_dirs, tools):
                          % (q(original), mkdir, q(os.path.dirname(original)), q(original), original))
         lines.append('%s --bind %s %s || fail "cannot bind the private copy over %s"'
                      % (mount, q(copy), q(original), original))
+    lines.append('echo %s >&2' % _EXEC)
     lines.append('exec %s --config %s --address %s --root %s --state %s --log-level info'
                  % (q(binary), q(config_path), q(sb.socket), q(sb.p('root')), q(sb.p('state'))))
     return '\n'.join(lines) + '\n'
@@ -652,7 +654,7 @@ def parse_log(text):
     plugins, errors, fatal = {}, {}, []
     booted = False
     for line in text.splitlines():
-        if line.startswith(_NOTE):
+        if line.startswith(_NOTE) or line == _EXEC:
             continue
         if not line.startswith('time=') and not line.startswith('{'):
             if line.strip():
@@ -812,6 +814,7 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
                 break
             time.sleep(0.03)
         timed_out = not up and proc.poll() is None
+        proc_rc = proc.poll()
         log_plugins, log_errors, booted, fatal = parse_log(_read(sb.log))
         if up and res.method == 'ctr':
             left = max(1.0, deadline - time.time())
@@ -830,9 +833,12 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
         res.log_tail = _last_lines(_read(sb.log), 10, 300)
         res.skipped = sb.skipped + [line[len(_NOTE):] for line in _read(sb.log).splitlines() if line.startswith(_NOTE)]
         if not up:
-            setup = [line for line in fatal if line.startswith('nodeguard-preflight:')]
-            if setup and not timed_out:
-                return _cannot(res, t0, '; '.join(setup))
+            log = _read(sb.log)
+            if not timed_out and _EXEC not in log.splitlines():
+                # unshare or the namespace setup failed: containerd never ran
+                setup = [line for line in fatal if line.startswith('nodeguard-preflight:')]
+                return _cannot(res, t0, '; '.join(setup) or 'the private namespace could not be made: %s'
+                               % (_last_lines(log, 3) or 'unshare exited with %s' % proc_rc))
             if timed_out:
                 res.status = STATUS_TIMEOUT
                 res.errors.append('%s: containerd %s did not answer within %ss; last log lines: %s'

@@ -444,6 +444,23 @@ def test_cannot_run_as_non_root(etc, tmp_path):
     assert 'must run as root' in errors[0]
 
 
+def test_cannot_run_without_cap_sys_admin(etc, parent):
+    """uid 0 without CAP_SYS_ADMIN (an unprivileged container): unshare fails,
+    containerd never ran, and that is cannot_run, not a verdict on the config."""
+    path = etc(GOOD['1.6'])
+    code = ('import sys, json; sys.path.insert(0, %r)\n'
+            'from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test\n'
+            'r = load_test(%r, %r, workdir=%r); print(json.dumps([r.status, r.errors]))'
+            % (COLLECTIONS_ROOT, binary('1.6'), path, parent))
+    proc = subprocess.run(['setpriv', '--inh-caps=-sys_admin', '--bounding-set=-sys_admin', sys.executable, '-c', code],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    status, errors = json.loads(proc.stdout)
+    assert status == 'cannot_run', errors
+    assert 'private namespace could not be made' in errors[0] and 'unshare' in errors[0]
+    assert os.listdir(parent) == []
+
+
 def test_timeout_kills_the_daemon_and_cleans_up(etc, parent):
     res = load_test(binary('2.1'), etc(GOOD['2.1']), timeout=0.05, workdir=parent)
     assert res.status == 'timeout' and not res.ok
