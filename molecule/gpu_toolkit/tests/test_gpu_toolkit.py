@@ -3,8 +3,12 @@ evidence the sequence recorded on it.
 
 Runs under `molecule verify` (testinfra, one run per node) after install,
 idempotence, uninstall + reboot, idempotence, the rescue step and the seed
-step (toolkit's revert, reboot, repair). Commands go straight to the
-container with testinfra's podman backend.
+step (toolkit's revert, reboot, repair; not on gpu-dropin). Commands go
+straight to the container with testinfra's podman backend.
+
+gpu-dropin starts from the NVIDIA toolkit >= 1.18 layout (conf.d/99-nvidia.toml
+with the whole CRI plugin table, imported by config.toml): the toolkit's
+runtimes and default stay, and every change of the role lives in the drop-in.
 """
 
 import json
@@ -15,8 +19,27 @@ import testinfra
 
 HELPER = "/usr/local/libexec/nodeguard/nodeguard_readiness.py"
 EFFECTIVE = "python3 /usr/local/libexec/nodeguard/ng_effective.py"
-CONFIG_VERSION = {"gpu-bookworm": 2, "gpu-trixie": 2, "gpu-ctd21": 3}
-GPU_HANDLERS = {"gpu-bookworm": ["nvidia", "runc"], "gpu-trixie": ["nvidia"], "gpu-ctd21": ["nvidia", "nvidia-cdi"]}
+CONFIG_VERSION = {"gpu-bookworm": 2, "gpu-trixie": 2, "gpu-ctd21": 3, "gpu-dropin": 2, "gpu-dropin21": 3}
+GPU_HANDLERS = {"gpu-bookworm": ["nvidia", "runc"], "gpu-trixie": ["nvidia"], "gpu-ctd21": ["nvidia", "nvidia-cdi"],
+                "gpu-dropin": ["nvidia", "nvidia-experimental"], "gpu-dropin21": ["nvidia", "nvidia-experimental"]}
+# what each node runs before nodeguard and after its uninstall: runtimes, default
+TOOLKIT_RUNTIMES = ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
+DROPIN_NODES = ("gpu-dropin", "gpu-dropin21")
+BASE = dict((n, (TOOLKIT_RUNTIMES, "nvidia")) for n in DROPIN_NODES)
+DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
+CONFIG = "/etc/containerd/config.toml"
+# where each runtime's edit must land: 1.x reads the CRI table from the drop-in only;
+# 2.x merges, so a runtime the drop-in does not define stays in config.toml
+EDIT_FILES = {"gpu-dropin": {"nvidia": DROPIN, "nvidia-experimental": DROPIN},
+              "gpu-dropin21": {"nvidia": DROPIN, "nvidia-experimental": CONFIG}}
+CRI_RUNTIMES = {2: 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes.',
+                3: 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes.'}
+TOOLKIT_BINARY = "/usr/local/nvidia/toolkit/nvidia-container-runtime"
+LEDGERS = "/var/lib/nodeguard/ledger"
+
+
+def base(name):
+    return BASE.get(name, (["runc"], "runc"))
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +79,15 @@ def test_probe_container_runs_through_the_default_runtime(node):
     checks = {c["name"]: c for c in report["checks"]}
     assert report["ok"], report["failed"]
     assert checks["probe:runc"]["status"] == "pass", checks["probe:runc"]
-    assert report["containerd"]["default_runtime_name"] == "runc"
+    assert report["containerd"]["default_runtime_name"] == base(node[0])[1]
 
 
 def test_runc_whole_and_no_gpu_runtime_left(node):
     name, box = node
     eff = json.loads(box.check_output(EFFECTIVE))
     assert eff["version"] == CONFIG_VERSION[name]
-    assert sorted(eff["runtimes"]) == ["runc"]
+    assert sorted(eff["runtimes"]) == base(name)[0]
+    assert eff["default_runtime_name"] == base(name)[1]
     runc = eff["runtimes"]["runc"]
     assert runc["runtime_type"] == "io.containerd.runc.v2"
     assert runc["options"]["SystemdCgroup"] is True
@@ -72,6 +96,9 @@ def test_runc_whole_and_no_gpu_runtime_left(node):
         assert runc["options"]["BinaryName"] == "/usr/local/bin/nvidia-container-runtime"
     else:
         assert runc["options"].get("BinaryName", "") == ""
+    if name in DROPIN_NODES:
+        # the toolkit's own runtime, its BinaryName given back
+        assert eff["runtimes"]["nvidia"]["options"]["BinaryName"] == TOOLKIT_BINARY
 
 
 def test_each_converge_restarted_containerd_once_then_never(node):
@@ -103,7 +130,10 @@ def test_after_uninstall_and_reboot_config_was_byte_identical_to_the_baseline(no
     assert ev["probe_default"] == "pass"
     assert ev["config_sha256"] == ev["baseline_sha256"] == ev["before_sha256"]
     assert ev["drifted"] is False
-    assert sorted(ev["effective"]["runtimes"]) == ["runc"]
+    assert sorted(ev["effective"]["runtimes"]) == base(node[0])[0]
+    if node[0] in DROPIN_NODES:
+        assert ev["dropin_sha256"] == ev["dropin_before_sha256"] == ev["dropin_baseline_sha256"] != ""
+        assert ev["probe_nvidia"] == "pass"
     assert ev["effective"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is True
 
 
@@ -123,11 +153,14 @@ def test_failed_install_was_refused_or_rolled_back(node):
     assert "Rolled back" in ev["message"] and "node ready again" in ev["message"]
     assert ev["ready"] is True
     assert ev["identical"] is True
-    assert ev["runtimes"] == ["runc"]
+    assert ev["dropin_identical"] is True
+    assert sorted(ev["runtimes"]) == base(node[0])[0]
     assert int(ev["restarts"]) == 2
 
 
 def test_seed_broke_readiness_and_repair_brought_the_node_back(node):
+    if node[0] in DROPIN_NODES:
+        pytest.skip("seed.yml does not run on the toolkit's drop-in nodes")
     ev = evidence(node, "seed")
     if int(ev["broken_config_version"]) == 2:
         # containerd 1.x: default_runtime_name = "runc" without a runc table, the CRI plugin fails (the seed)
@@ -144,10 +177,66 @@ def test_seed_broke_readiness_and_repair_brought_the_node_back(node):
     assert ev["effective"]["default_runtime_name"] == "runc"
 
 
-def test_the_ledger_holds_nothing_of_gpu_toolkit(node):
+def test_the_ledgers_hold_nothing_of_gpu_toolkit(node):
+    """Every ledger (config.toml's, the drop-in's), read as the engine reads it.
+
+    The engine's Ledger.recover(): a ledger whose config_sha256 is not the
+    file's and whose `previous` state is, describes a write that is no longer
+    there (here: the rescue step's nvidia-broken, written to the drop-in and
+    put back by the baseline restore, which restores config.toml's ledger
+    only); the engine then uses `previous`.
+    """
     box = node[1]
-    f = box.file("/var/lib/nodeguard/ledger/etc%2Fcontainerd%2Fconfig.toml.json")
-    if f.exists:
-        records = json.loads(f.content_string).get("records", [])
+    names = box.check_output("ls -1 %s 2>/dev/null || true" % LEDGERS).split()
+    if node[0] in DROPIN_NODES:
+        assert "etc%2Fcontainerd%2Fconf.d%2F99-nvidia.toml.json" in names
+    else:
+        assert "etc%2Fcontainerd%2Fconfig.toml.json" in names
+    for name in names:
+        ledger = json.loads(box.file(LEDGERS + "/" + name).content_string)
+        sha = box.check_output("sha256sum %s" % ledger["config"]).split()[0]
+        previous = ledger.get("previous") or {}
+        records = ledger.get("records", [])
+        if ledger.get("config_sha256") != sha and previous.get("config_sha256") == sha:
+            records = previous.get("records", [])
         # a 'released' mark only says the owner already undid its change to a runtime it did not create
-        assert [r for r in records if r.get("owner") == "gpu_toolkit" and r.get("kind") != "released"] == []
+        assert [r for r in records if r.get("owner") == "gpu_toolkit" and r.get("kind") != "released"] == [], name
+
+
+def test_on_the_toolkit_dropin_node_every_change_was_made_and_undone_in_the_dropin(node):
+    """Module results of install, re-run, uninstall, re-run: where each change went and whether containerd runs it."""
+    if node[0] not in DROPIN_NODES:
+        pytest.skip("only the toolkit_dropin nodes start from the toolkit's drop-in")
+    where = EDIT_FILES[node[0]]
+    key = CRI_RUNTIMES[CONFIG_VERSION[node[0]]] + "nvidia.options.BinaryName"
+    recorded = [json.loads(line) for line in evidence_file("dropin-runs.jsonl", node[0]).splitlines() if line.strip()]
+    assert [r["state"] for r in recorded] == ["present", "present", "absent", "absent"]
+    install, again, uninstall, again_absent = recorded
+    by_name = dict((r["item"]["name"], r) for r in install["results"])
+    assert sorted(by_name) == ["nvidia", "nvidia-experimental"]
+    for res in install["results"] + uninstall["results"]:
+        name = res["item"]["name"] if isinstance(res["item"], dict) else res["item"]
+        assert res["changed"] is True and res["file"] == where[name], res
+        assert res["effects"], res
+        for eff in res["effects"]:
+            assert eff["file"] == where[name] and eff["in_effect"] is True, eff
+            assert eff["confirmed_by"] == "config dump", eff
+    # nvidia: the toolkit's table, only its BinaryName changed; nvidia-experimental: a table created there
+    assert by_name["nvidia"]["created"] is False
+    assert [e["key"] for e in by_name["nvidia"]["effects"]] == [key]
+    assert by_name["nvidia"]["effects"][0]["value"] == "/usr/local/bin/nvidia-container-runtime"
+    assert by_name["nvidia-experimental"]["created"] is True
+    assert by_name["nvidia-experimental"]["runtime"]["options"]["SystemdCgroup"] is True
+    # the re-run: same files, nothing changed, nothing to judge
+    assert [(r["changed"], r["file"], r["effects"]) for r in again["results"]] == [
+        (False, where["nvidia"], []), (False, where["nvidia-experimental"], [])]
+    removed = dict((r["item"], r) for r in uninstall["results"])
+    assert sorted(removed) == ["nvidia", "nvidia-experimental"]
+    assert removed["nvidia"]["removed"] is False and removed["nvidia"]["restored"] == [key]
+    assert removed["nvidia"]["effects"][0]["value"] == TOOLKIT_BINARY
+    assert removed["nvidia-experimental"]["removed"] is True
+    assert all(e["removed"] for e in removed["nvidia-experimental"]["effects"])
+    # nothing of the role's left on record: the uninstall re-run has nothing to do
+    assert again_absent["results"] == []
+    # the restart contract saw the drop-in change: one restart per changing run, none on a re-run
+    assert [r["restart"].get("restarted") for r in recorded] == [True, False, True, False]
