@@ -414,14 +414,27 @@ PREFIX = 'nodeguard-preflight-'
 STALE_AFTER = 120.0  # seconds; a live run holds its folder's lock anyway
 
 
-def _die_with_parent():
-    """preexec_fn: unshare gets SIGKILL when the process that started it
-    dies (Ansible killed mid-task), and with --kill-child takes containerd
-    and its namespaces along."""
+def _prctl():
+    """libc's prctl, resolved in the parent: the child of fork() only calls it
+    (no dlopen between fork and exec, which could deadlock a threaded caller)."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+
+
+def _die_with_parent_fn():
+    """A preexec_fn: unshare gets SIGKILL when the thread that started it dies
+    (Ansible killed mid-task), and with --kill-child takes containerd and its
+    namespaces along.  None when libc has no prctl."""
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    sig = int(signal.SIGKILL)
+
+    def preexec():
+        prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    return preexec
 
 
 def _lock_folder(tmp):
@@ -803,7 +816,7 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
         logf = open(sb.log, 'w')
         cmd = [unshare] + _unshare_flags(unshare) + [tools['sh'], '-c', script]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, close_fds=True,
-                                start_new_session=True, cwd='/', preexec_fn=_die_with_parent)
+                                start_new_session=True, cwd='/', preexec_fn=_die_with_parent_fn())
         deadline = t0 + timeout
         up = False
         while time.time() < deadline:
