@@ -872,8 +872,10 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
             if status != 'ok':
                 why = log_errors.get(pid) or ('not loaded: no such plugin, or disabled by disabled_plugins'
                                               if status == 'missing' else 'status %s' % status)
-                res.errors.append('%s: containerd %s starts, but its plugin %s is %s: %s'
-                                  % (config_path, res.containerd_version, pid, status, why))
+                said = {'error': 'failed to load', 'skip': 'was skipped', 'missing': 'is missing'}.get(
+                    status, 'has status %s' % status)
+                res.errors.append('%s: containerd %s starts, but its plugin %s %s (%s): %s'
+                                  % (config_path, res.containerd_version, pid, said, status, why))
         for pid, status in sorted(res.plugins.items()):
             if status == 'error' and pid not in res.required:
                 res.warnings.append('plugin %s: %s' % (pid, log_errors.get(pid, 'error')))

@@ -147,7 +147,7 @@ errors:
   elements: str
   sample:
     - >-
-      /etc/containerd/config.toml: containerd 1.6.20 starts, but its plugin io.containerd.grpc.v1.cri is error:
+      /etc/containerd/config.toml: containerd 1.6.20 starts, but its plugin io.containerd.grpc.v1.cri failed to load (error):
       invalid plugin config: no corresponding runtime configured in `containerd.runtimes` for `containerd`
       `default_runtime_name = "runc"`
 plugin_warnings:
