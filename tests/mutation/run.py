@@ -121,10 +121,10 @@ def changed_lines(cfg, base):
 
 
 # -------------------------------------------------------------------- trees
-def copy_tree(dest, tree_mode, overlay):
+def copy_tree(dest, tree_mode, overlay, rev='HEAD'):
     dest.mkdir(parents=True)
     if tree_mode == 'head':
-        data = git('archive', '--format=tar', 'HEAD', binary=True)
+        data = git('archive', '--format=tar', rev, binary=True)
         subprocess.run(['tar', '-xf', '-', '-C', str(dest)], input=data, check=True)
     else:
         names = [n for n in git('ls-files', '-z', '--cached', '--others', '--exclude-standard').split('\0')
@@ -167,14 +167,14 @@ def run_pytest(tree, args, env, timeout):
                             cwd=str(tree), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
-        out, _ = proc.communicate(timeout=timeout)
+        out = proc.communicate(timeout=timeout)[0]
         rc = proc.returncode
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
-        out, _ = proc.communicate()
+        out = proc.communicate()[0]
         rc = 'timeout'
     return rc, out.decode('utf-8', 'replace')[-6000:], time.monotonic() - start
 
@@ -373,9 +373,14 @@ def note_killer(name, out):
     return nodeid
 
 
+MAX_TESTS = [None]
+
+
 def judge(tree, cfg, mutant, original, tests, total, slowest):
     target = tree / cfg['source'] / mutant['file']
     tests = by_kill_history(mutant['file'], tests)
+    if MAX_TESTS[0]:
+        tests = tests[:MAX_TESTS[0]]
     per_test = max(cfg['test_timeout_floor'], cfg['test_timeout_factor'] * slowest)
     whole = cfg['timeout_floor'] + cfg['timeout_factor'] * total
     target.write_text(mutant['code'], encoding='utf-8')
@@ -466,6 +471,9 @@ def write_report(run_dir, meta, rows, records, out_dir):
              '- tree: %s (HEAD %s), mode: %s, workers: %d, tool: cosmic-ray %s'
              % (meta['tree'], meta['head'], meta['mode'], meta['workers'], meta['cosmic_ray']),
              '- command: `%s`' % meta['command'],
+             '- tests per mutant: %s' % ('all that run its line' if not meta.get('max_tests') else
+                                         'at most %d of those that run its line (kills can only be under-counted)'
+                                         % meta['max_tests']),
              '- score = (killed + timed out) / (killed + timed out + survived); equivalent mutants '
              '(tests/mutation/equivalents.toml) are not counted; "not run" = left when the time budget ran out; '
              '"by a sibling" = mutants of one `\'literal\' % (a, b)` decided by the run of one of them (every '
@@ -545,12 +553,16 @@ def save_sessions(run_dir, cfg, files, records):
 
 # --------------------------------------------------------------------- main
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     ap.add_argument('--changed', action='store_true', help='only lines changed against --base (working tree)')
     ap.add_argument('--base', default='HEAD', help='git revision --changed compares with (default HEAD)')
     ap.add_argument('--files', nargs='+', metavar='NAME', help='only these files of plugins/module_utils/')
     ap.add_argument('--tree', choices=('worktree', 'head'), default='worktree',
                     help='copy the working tree (default) or HEAD (git archive)')
+    ap.add_argument('--rev', default='HEAD', help='with --tree head: the commit to copy (default HEAD)')
+    ap.add_argument('--max-tests', type=int, default=None, metavar='N',
+                    help='judge each mutant with at most N of the tests that run its line (kill history first, then '
+                         'fastest); quicker, and it can only under-count kills')
     ap.add_argument('--overlay', nargs='+', default=[], metavar='PATH',
                     help='with --tree head: copy these paths from the working tree over it (e.g. new tests)')
     ap.add_argument('--workers', type=int, default=None, help='copies testing at once (at most 2)')
@@ -567,6 +579,7 @@ def main(argv=None):
     except ImportError:
         raise SystemExit('cosmic-ray is not installed in this Python (%s): run `make deps`' % sys.executable)
     cfg, equivalents = load_config()
+    MAX_TESTS[0] = args.max_tests
     workers = max(1, min(2, args.workers or cfg['workers']))
     started = datetime.datetime.now()
     t0 = time.monotonic()
@@ -591,7 +604,7 @@ def main(argv=None):
     trees = [run_dir / ('w%d' % i) for i in range(workers)]
     log('copying the %s into %s' % ('working tree' if args.tree == 'worktree' else 'HEAD', run_dir))
     for tree in trees:
-        copy_tree(tree, args.tree, args.overlay)
+        copy_tree(tree, args.tree, args.overlay, args.rev)
     try:
         trace = trace_tests(trees[0], cfg, workers, out_dir / 'cache')
         excluded = dict((n, 'failed on the unmutated copy') for n, e in trace['tests'].items()
@@ -622,6 +635,8 @@ def main(argv=None):
                     m.update(outcome=EQUIVALENT, reason=reason)
                     continue
                 tests, total, slowest = select_tests(m, trace, excluded)
+                if args.max_tests and len(tests) > args.max_tests:
+                    m['tests_capped'] = len(tests)
                 m['tests'] = tests
                 if not tests:
                     m['outcome'] = UNCOVERED
@@ -655,22 +670,22 @@ def main(argv=None):
             done[0] += 1
             if done[0] % 25 == 0 or outcome in (SURVIVED, INCOMPETENT):
                 rate = done[0] / max(1e-6, (time.monotonic() - run_start) / 60.0)
-                log('%d/%d (%.1f/min) %s:%d %s %s' % (done[0], len(jobs), rate, mutant['file'], mutant['start'][0],
-                                                    mutant['operator'], outcome))
+                log('%d/%d (%.1f/min) %s:%d %s %s'
+                    % (done[0], len(jobs), rate, mutant['file'], mutant['start'][0], mutant['operator'], outcome))
 
         left = run_jobs(trees, cfg, originals, jobs, deadline, on_result)
         if left:
             log('time budget reached: %d mutants not run' % len(left))
         rows = summarise(files, records)
         elapsed = time.monotonic() - t0
+        per_minute = done[0] / max(1e-6, (time.monotonic() - run_start) / 60.0)
         meta = dict(started=started.isoformat(timespec='seconds'),
                     finished=datetime.datetime.now().isoformat(timespec='seconds'),
                     elapsed='%d min %02d s' % (elapsed // 60, elapsed % 60), tree=args.tree,
-                    head=git('rev-parse', '--short', 'HEAD').strip(),
+                    head=git('rev-parse', '--short', args.rev).strip(), max_tests=args.max_tests,
                     mode='changed lines against %s' % args.base if args.changed else 'all lines',
                     workers=workers, cosmic_ray=cr_version, command=' '.join(['run.py'] + (argv or sys.argv[1:])),
-                    excluded_tests=excluded, mutants_per_minute=round(done[0] / max(1e-6, (time.monotonic() - run_start)
-                                                                               / 60.0), 1))
+                    excluded_tests=excluded, mutants_per_minute=round(per_minute, 1))
         save_sessions(run_dir, cfg, files, records)
         write_report(run_dir, meta, rows, records, out_dir)
         print_table(rows)
