@@ -95,7 +95,12 @@ $(STAMPS)/venv.stamp: requirements-dev.txt
 	@mkdir -p $(@D)
 	@if [ ! -x $(VENV)/bin/python ]; then $(PYTHON) -m venv $(VENV); fi
 	@$(RETRY) --what "pip install -r requirements-dev.txt (pip's lines name the package and index)" \
-		$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+		$(VENV)/bin/python -m pip install -q --no-compile --disable-pip-version-check -r requirements-dev.txt
+	@# Byte-compile all but the collections bundled in PyPI's `ansible`: 15,000
+	@# files, most of a fresh venv's CPU time on a busy machine, of which the
+	@# tests load a handful.
+	@$(VENV)/bin/python -m compileall -q -j0 -x '/site-packages/ansible_collections/' \
+		"$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 	@# Read the whole output: a reader that quits early (head) makes ansible die
 	@# of EPIPE, and pipefail turns that into a failed recipe.
 	@v=$$($(VENV)/bin/ansible --version) && echo "$${v%%$$'\n'*}"
