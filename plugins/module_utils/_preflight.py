@@ -828,7 +828,6 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
             time.sleep(0.03)
         timed_out = not up and proc.poll() is None
         proc_rc = proc.poll()
-        log_plugins, log_errors, booted, fatal = parse_log(_read(sb.log))
         if up and res.method == 'ctr':
             left = max(1.0, deadline - time.time())
             rc, out, err = _run_bounded([ctr, '--address', sb.socket, 'plugins', 'ls'], left)
@@ -838,15 +837,15 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
                 res.warnings.append('%s plugins ls failed (%s); the plugin list was read from the log'
                                     % (ctr, _last_lines(err or out)))
                 res.method = 'log'
-        if res.method == 'log' or not res.plugins:
-            res.plugins = log_plugins
         _kill(proc)
         proc = None
-        log_plugins, log_errors, booted, fatal = parse_log(_read(sb.log))
-        res.log_tail = _last_lines(_read(sb.log), 10, 300)
-        res.skipped = sb.skipped + [line[len(_NOTE):] for line in _read(sb.log).splitlines() if line.startswith(_NOTE)]
+        log = _read(sb.log)
+        log_plugins, log_errors, _booted, fatal = parse_log(log)
+        if res.method == 'log' or not res.plugins:
+            res.plugins = log_plugins
+        res.log_tail = _last_lines(log, 10, 300)
+        res.skipped = sb.skipped + [line[len(_NOTE):] for line in log.splitlines() if line.startswith(_NOTE)]
         if not up:
-            log = _read(sb.log)
             if not timed_out and _EXEC not in log.splitlines():
                 # unshare or the namespace setup failed: containerd never ran
                 setup = [line for line in fatal if line.startswith('nodeguard-preflight:')]
