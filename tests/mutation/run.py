@@ -417,18 +417,18 @@ def check_canaries(trees, cfg, trace, excluded):
     log('canaries killed in every copy (in process and through a module subprocess)')
 
 
-def run_jobs(trees, cfg, originals, jobs, deadline, on_result):
-    work = queue.Queue()
-    for job in jobs:
-        work.put(job)
+def run_jobs(trees, cfg, originals, work, produced, deadline, on_result):
+    """Judge the mutants put on `work` until `produced` is set and it is empty, or the deadline passed."""
     results = queue.Queue()
 
     def worker(tree):
         while time.monotonic() < deadline:
             try:
-                mutant, tests, total, slowest = work.get_nowait()
+                mutant, tests, total, slowest = work.get(timeout=1)
             except queue.Empty:
-                return
+                if produced.is_set() and work.empty():
+                    return
+                continue
             try:
                 outcome, out, secs = judge(tree, cfg, mutant, originals[mutant['file']], tests, total, slowest)
             except Exception as exc:  # keep going; the mutant is reported
@@ -443,6 +443,7 @@ def run_jobs(trees, cfg, originals, jobs, deadline, on_result):
             on_result(*results.get(timeout=1))
         except queue.Empty:
             pass
+    produced.wait()
     left = []
     while not work.empty():
         left.append(work.get_nowait()[0])
@@ -618,8 +619,18 @@ def main(argv=None):
         log('test map: %d tests' % len(trace['tests']))
         check_canaries(trees, cfg, trace, excluded)
 
-        records, jobs, originals = [], [], {}
-        for name in files:
+        records, originals, queued = [], {}, [0]
+        work, produced = queue.Queue(), threading.Event()
+
+        def produce():
+            """Mutants file by file, queued as soon as each file is made (the workers start at once)."""
+            try:
+                for name in files:
+                    produce_file(name)
+            finally:
+                produced.set()
+
+        def produce_file(name):
             code, mutants = make_mutants(trees[0], cfg, name, only_lines=only.get(name) if only else None)
             originals[name] = code
             src_lines = code.splitlines()
@@ -649,7 +660,8 @@ def main(argv=None):
                         continue
                     groups[m['group']] = m
                     m['siblings'] = []
-                jobs.append((m, tests, total, slowest))
+                work.put((m, tests, total, slowest))
+                queued[0] += 1
                 n_jobs += 1
             log('%s: %d mutants, %d to run (%d more decided by the run of a sibling)'
                 % (name, len(mutants), n_jobs, sum(len(g['siblings']) for g in groups.values())))
@@ -657,6 +669,8 @@ def main(argv=None):
         deadline = t0 + args.max_minutes * 60 if args.max_minutes else float('inf')
         done = [0]
         run_start = time.monotonic()
+        producer = threading.Thread(target=produce, daemon=True)
+        producer.start()
 
         def on_result(mutant, outcome, out, secs):
             mutant['outcome'] = outcome
@@ -671,9 +685,15 @@ def main(argv=None):
             if done[0] % 25 == 0 or outcome in (SURVIVED, INCOMPETENT):
                 rate = done[0] / max(1e-6, (time.monotonic() - run_start) / 60.0)
                 log('%d/%d (%.1f/min) %s:%d %s %s'
-                    % (done[0], len(jobs), rate, mutant['file'], mutant['start'][0], mutant['operator'], outcome))
+                    % (done[0], queued[0], rate, mutant['file'], mutant['start'][0], mutant['operator'], outcome))
 
-        left = run_jobs(trees, cfg, originals, jobs, deadline, on_result)
+        left = run_jobs(trees, cfg, originals, work, produced, deadline, on_result)
+        producer.join()
+        by_id = dict((r['job_id'], r) for r in records)
+        for r in records:   # siblings queued after their representative was judged
+            if r.get('decided_by') and r['outcome'] == NOT_RUN and by_id[r['decided_by']]['outcome'] != NOT_RUN:
+                rep = by_id[r['decided_by']]
+                r.update(outcome=rep['outcome'], killed_by=rep.get('killed_by'), seconds=0.0)
         if left:
             log('time budget reached: %d mutants not run' % len(left))
         rows = summarise(files, records)
