@@ -162,6 +162,19 @@ def test_good_config_loads(etc, version):
     assert not [s for s in res.skipped if 'snapshotter' in s], res.skipped
 
 
+def test_version_2_file_on_21_is_migrated_and_loads(etc):
+    """2.x reads a version 2 file (migrated); the 2.x CRI plugins are required of it too."""
+    res = load_test(binary('2.1'), etc(GOOD['1.6']))
+    assert res.status == 'ok', res.errors
+    assert res.required == {CRI_V2: 'ok', CRI_V3_RUNTIME: 'ok', CRI_V3_IMAGES: 'ok'}
+    # the toolkit file that breaks CRI on 1.6 loads on 2.1: 2.x merges the
+    # file over its built-in runc runtime instead of replacing the runtimes
+    # table (measured here; the verdict is the daemon's, per version)
+    same = load_test(binary('2.1'), etc(CTK_DEBIAN_CONFIGURED, 'ctk.toml'))
+    assert same.status == 'ok', same.errors
+    assert load_test(binary('1.6'), etc(CTK_DEBIAN_CONFIGURED, 'ctk.toml')).status == 'failed'
+
+
 def test_toolkit_config_that_config_dump_accepts_fails_the_load_test(etc):
     if os.path.exists(CTK_SHARED):
         with open(CTK_SHARED) as f:
