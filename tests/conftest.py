@@ -102,6 +102,11 @@ def module_result(module, proc):
     return result
 
 
+# The managed node's interpreter (tests/compat runs the module suites with other
+# Pythons and tomlkit versions); default: the one running the tests.
+NODE_PYTHON = os.environ.get('NODEGUARD_NODE_PYTHON') or sys.executable
+
+
 class ModuleRunner(object):
     """Run a module as Ansible does: `python module.py args.json`, JSON out."""
 
@@ -132,7 +137,7 @@ class ModuleRunner(object):
         environ.update(env or {})
         # prefix: a command the module runs under (e.g. unshare for a node without containerd)
         proc = subprocess.run(
-            list(prefix) + [sys.executable, '-m', 'ansible_collections.nodeguard.containerd.plugins.modules.' + _module,
+            list(prefix) + [NODE_PYTHON, '-m', 'ansible_collections.nodeguard.containerd.plugins.modules.' + _module,
                             argfile],
             capture_output=True, text=True, env=environ, timeout=300, check=False)
         result = module_result(_module, proc)

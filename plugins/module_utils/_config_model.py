@@ -20,6 +20,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic impor
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
     TomlLayoutError,
     TomlText,
+    plain,
 )
 
 try:
@@ -130,15 +131,60 @@ def bom_refused_message(path, containerd_ver, config_version=None):
             % (path, reader, path))
 
 
+# The oldest tomlkit nodeguard runs on (the module suites pass with it, see
+# tests/compat): Debian 11's 0.6.0 and Ubuntu 22.04's 0.9.2 have no unwrap(),
+# which ``_toml_text.plain`` replaces.  Older ones are refused before anything is read.
+MIN_TOMLKIT = (0, 6, 0)
+TOMLKIT_INSTALL = ('apt-get install python3-tomlkit (Debian 11+, Ubuntu 22.04+), dnf install python3-tomlkit '
+                   '(EPEL 9), or pip install "tomlkit>=%s" for the Python Ansible uses on the node'
+                   % '.'.join(str(p) for p in MIN_TOMLKIT))
+
+
+def _version_tuple(text):
+    out = []
+    for part in str(text).split('.')[:3]:
+        digits = ''.join(c for c in part if c.isdigit()) if part[:1].isdigit() else ''
+        out.append(int(digits) if digits else 0)
+    return tuple(out + [0] * (3 - len(out)))
+
+
+def tomlkit_problem():
+    """Why this node's tomlkit cannot be used, or None (also None without tomlkit: the modules
+    report a missing library with Ansible's missing_required_lib)."""
+    if not HAS_TOMLKIT:
+        return None
+    found = getattr(tomlkit, '__version__', '0')
+    if _version_tuple(found) < MIN_TOMLKIT:
+        import sys
+        return ('tomlkit %s on this node (%s, Python %s) is too old: nodeguard needs tomlkit >= %s. Nothing was '
+                'read or written. Fix: %s.' % (found, getattr(tomlkit, '__file__', '?'), sys.version.split()[0],
+                                               '.'.join(str(p) for p in MIN_TOMLKIT), TOMLKIT_INSTALL))
+    return None
+
+
+def _tomlkit_parse(text):
+    """tomlkit's parse as plain data; every tomlkit error is a ParseError (with line and column when known)."""
+    try:
+        return plain(tomlkit.parse(text))
+    except TomlParseError:
+        raise
+    except Exception as exc:  # KeyAlreadyPresent and friends are no ParseError
+        raise TomlParseError(getattr(exc, 'line', 0) or 0, getattr(exc, 'col', 0) or 0, str(exc))
+
+
 def parse_toml(text):
-    """Parse TOML text into plain dicts.
+    """Parse TOML text into plain dicts (see ``_toml_text.plain``).
 
     tomllib (3.11+) is used when present because tomlkit takes seconds on a
     config with thousands of runtimes; errors are always reported by tomlkit,
     whose messages carry the line and column.
     """
+    problem = tomlkit_problem()
+    if problem:
+        raise ConfigError(problem, key=None, tomlkit=getattr(tomlkit, '__version__', None),
+                          tomlkit_min='.'.join(str(p) for p in MIN_TOMLKIT))
     if tomllib is None:
-        return tomlkit.parse(text).unwrap()
+        return _tomlkit_parse(text)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import datetime
 import json
 import re
 
@@ -774,10 +775,50 @@ class TomlText(object):
             raise TomlLayoutError('the edited text does not parse to the expected data')
 
 
+def plain(value):
+    """A tomlkit document or item as plain Python: dict, list, str, int, float,
+    bool, datetime, date, time.
+
+    The one unwrap every caller uses: tomlkit < 0.11 has no ``unwrap()``, and
+    0.11.0 - 0.11.4 leave tomlkit objects (dotted-key tables, booleans) in what
+    theirs returns, which then break comparisons and Ansible's result
+    serialisation (``TypeError: __init__() missing 3 required positional
+    arguments`` from ansible-core 2.16 - 2.18).  Built only from the types
+    Python and every tomlkit since 0.6 share (tomlkit's containers are dict
+    subclasses, its arrays list subclasses, its scalars str/int/float/datetime
+    subclasses; only its Bool has to be read through ``.value``).
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, dict):
+        return dict((str(k), plain(value[k])) for k in value)
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, datetime.datetime):
+        return datetime.datetime(value.year, value.month, value.day, value.hour, value.minute, value.second,
+                                 value.microsecond, value.tzinfo)
+    if isinstance(value, datetime.date):
+        return datetime.date(value.year, value.month, value.day)
+    if isinstance(value, datetime.time):
+        return datetime.time(value.hour, value.minute, value.second, value.microsecond, value.tzinfo)
+    inner = getattr(value, 'value', None)  # tomlkit's Bool (bool cannot be subclassed)
+    if isinstance(inner, bool):
+        return inner
+    if hasattr(value, 'value') and inner is not value and inner is not None:
+        return plain(inner)
+    raise TomlLayoutError('cannot read a TOML value of type %s' % type(value).__name__)
+
+
 def parse_raw_value(raw):
     """The Python value of a raw TOML value text."""
     import tomlkit  # imported here: callers check for tomlkit first
-    return tomlkit.parse('v = ' + raw + '\n').unwrap()['v']
+    return plain(tomlkit.parse('v = ' + raw + '\n')['v'])
 
 
 def parse_dotted_key(text):

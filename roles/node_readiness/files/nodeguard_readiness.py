@@ -80,6 +80,25 @@ def find_binary(name, explicit=None):
     return name
 
 
+def _plain(value):
+    """tomlkit items as plain Python. tomlkit < 0.11 (Ubuntu 22.04's 0.9.2,
+    Debian 11's 0.6.0) has no unwrap(); its containers are dicts, its arrays
+    lists, its scalars str/int/float/datetime subclasses, its Bool has .value
+    (the same walk as plugins/module_utils/_toml_text.plain)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, dict):
+        return dict((str(k), _plain(value[k])) for k in value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    for kind in (str, int, float):
+        if isinstance(value, kind):
+            return kind(value)
+    if isinstance(getattr(value, "value", None), bool):
+        return value.value
+    return value  # dates and times compare as they are
+
+
 def load_toml(text):
     """Parse TOML text to plain dicts; raise ValueError on bad TOML.
 
@@ -99,7 +118,7 @@ def load_toml(text):
         import tomlkit
 
         try:
-            return tomlkit.parse(text).unwrap()
+            return _plain(tomlkit.parse(text))
         except Exception as exc:  # tomlkit raises several types
             raise ValueError(str(exc))
     except ImportError:

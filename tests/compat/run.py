@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Compatibility matrix of nodeguard.containerd (`make test-compat`).
+
+1. Module tests with the managed node's interpreter set to the Pythons and
+   tomlkit versions distributions ship (tests/conftest.py's ModuleRunner runs
+   each module with NODEGUARD_NODE_PYTHON; ansible-core's module_utils are
+   put on its path, as AnsiballZ does on a real node).
+2. A node whose tomlkit is too old is refused up front with the version
+   found, the minimum and the install command.
+3. tests/compat/playbook.yml under each ansible-core controller (2.16 ...
+   2.19), one inventory host per node interpreter, so the controller's own
+   module_utils and result handling meet every node.
+
+Every venv is made here from the pyenv Pythons of this machine kind
+(~/.pyenv/versions/3.X.Y) and cached under build/compat (a second run only
+checks them). A Python or a venv that cannot be had fails the run: nothing is
+skipped.
+
+  COMPAT_MATRIX=lean (default) | wide    wide: every node row, whole module suite
+  COMPAT_ONLY=modules|playbooks|refusal  one part only
+  COMPAT_JOBS=2                          pytest-xdist workers per module run
+"""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(REPO, 'build', 'compat')
+PYENV = os.path.expanduser(os.environ.get('COMPAT_PYENV', '~/.pyenv/versions'))
+VENV = os.environ.get('VENV') or os.path.join(REPO, '.venv')
+RETRY = os.path.join(REPO, '.ci', 'retry.sh')
+
+# name, Python, tomlkit, what it stands for, in the lean matrix
+NODES = [
+    ('rhel9', '3.9', '0.11.4', 'RHEL 9 platform Python + EPEL 9 python3-tomlkit', True),
+    ('ubuntu2204', '3.10', '0.9.2', 'Ubuntu 22.04 python3 + python3-tomlkit', True),
+    ('ubuntu2404', '3.12', '0.12.4', 'Ubuntu 24.04 python3 + python3-tomlkit', True),
+    ('py313', '3.13', '0.15.2', 'Python 3.13 with the newest tomlkit tested', True),
+    ('debian11', '3.9', '0.6.0', 'Debian 11 python3 + python3-tomlkit (the minimum)', True),
+    ('debian12', '3.11', '0.11.7', 'Debian 12 python3 + python3-tomlkit', False),
+    ('tk0110', '3.10', '0.11.0', 'tomlkit 0.11.0 (its unwrap() made edits fail)', False),
+    ('rhel8-38', '3.8', '0.11.6', 'RHEL 8 AppStream python38 + pip tomlkit', False),
+]
+# The refusal: older than the minimum.
+TOO_OLD = ('too-old', '3.9', '0.5.11', 'tomlkit older than the minimum', True)
+
+# Module tests: the lean subset covers dotted keys and inline tables
+# (runtime_layouts), imports, baselines, settings and the runtime module; wide
+# runs the whole folder. test_containerd_preflight starts modules with the
+# test's own Python, so it says nothing about the node interpreter.
+LEAN_TESTS = ['tests/module/test_runtime_layouts.py', 'tests/module/test_containerd_imports.py',
+              'tests/module/test_containerd_baseline.py', 'tests/module/test_containerd_setting.py',
+              'tests/module/test_containerd_runtime.py']
+WIDE_TESTS = ['tests/module', '--deselect', 'tests/module/test_containerd_preflight.py',
+              '--ignore', 'tests/module/test_containerd_preflight.py']
+
+# ansible-core controllers for the playbook: the pinned dev one (.venv) and
+# the older lines requires_ansible admits. Python 3.11 runs all four.
+CONTROLLERS = ['2.16.19', '2.17.14', '2.18.19', None]  # None: .venv (requirements-dev.txt)
+# Node rows each controller drives (ansible-core 2.16 does not list 3.13 as a target).
+PLAYBOOK_NODES = ['rhel9', 'ubuntu2204', 'ubuntu2404', 'debian11']
+
+
+def log(msg):
+    print('compat: ' + msg, flush=True)
+
+
+def pyenv_python(minor):
+    found = sorted(glob.glob(os.path.join(PYENV, minor + '.*', 'bin', 'python' + minor)),
+                   key=lambda p: [int(x) for x in p.split(os.sep)[-3].split('.') if x.isdigit()])
+    if not found:
+        raise SystemExit('compat: no Python %s under %s (this machine kind has 3.6 ... 3.13 there; set '
+                         'COMPAT_PYENV to another folder of pyenv versions)' % (minor, PYENV))
+    return found[-1]
+
+
+def run(argv, **kw):
+    return subprocess.run(argv, check=False, **kw)
+
+
+def pip_install(python, what, packages):
+    argv = [python, '-m', 'pip', 'install', '-q', '--disable-pip-version-check'] + packages
+    if os.access(RETRY, os.X_OK):
+        argv = [RETRY, '--what', what] + argv
+    proc = run(argv)
+    if proc.returncode:
+        raise SystemExit('compat: %s failed (rc=%d)' % (what, proc.returncode))
+
+
+def ensure_venv(folder, base_python, packages, what):
+    """A venv at folder with packages, made once; the stamp says with what."""
+    stamp = os.path.join(folder, '.compat-stamp')
+    want = json.dumps([base_python, packages])
+    if os.path.isfile(stamp) and open(stamp).read() == want and os.access(os.path.join(folder, 'bin', 'python'),
+                                                                          os.X_OK):
+        return os.path.join(folder, 'bin', 'python')
+    shutil.rmtree(folder, ignore_errors=True)
+    t0 = time.time()
+    if run([base_python, '-m', 'venv', folder]).returncode:
+        raise SystemExit('compat: %s -m venv %s failed' % (base_python, folder))
+    pip_install(os.path.join(folder, 'bin', 'python'), what, packages)
+    with open(stamp, 'w') as f:
+        f.write(want)
+    log('made %s (%s) in %.0f s' % (folder, ' '.join(packages), time.time() - t0))
+    return os.path.join(folder, 'bin', 'python')
+
+
+def node_env(row):
+    name, minor, tk = row[0], row[1], row[2]
+    return ensure_venv(os.path.join(BUILD, 'node-' + name), pyenv_python(minor), ['tomlkit==' + tk],
+                       'pip install tomlkit==%s for Python %s (node row %s)' % (tk, minor, name))
+
+
+def check_node(python, row):
+    """The venv really is that Python with that tomlkit (what the tests then stand for)."""
+    out = subprocess.run([python, '-c', 'import sys, tomlkit; print(sys.version.split()[0], tomlkit.__version__)'],
+                         capture_output=True, text=True, check=False).stdout.split()
+    if len(out) != 2 or not out[0].startswith(row[1] + '.') or out[1] != row[2]:
+        raise SystemExit('compat: %s is %r, not Python %s with tomlkit %s' % (python, out, row[1], row[2]))
+
+
+def ansible_lib():
+    """A folder holding only the controller's `ansible` package: what AnsiballZ ships to a node."""
+    import ansible  # the .venv's ansible-core, whose module_utils the tests' ModuleRunner uses
+    lib = os.path.join(BUILD, 'ansible-lib')
+    link = os.path.join(lib, 'ansible')
+    target = os.path.dirname(ansible.__file__)
+    if os.path.realpath(link) != os.path.realpath(target):
+        os.makedirs(lib, exist_ok=True)
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(target, link)
+    return lib
+
+
+def node_environ(python):
+    env = dict(os.environ)
+    env['NODEGUARD_NODE_PYTHON'] = python
+    env['PYTHONPATH'] = ansible_lib() + os.pathsep + env.get('PYTHONPATH', '')
+    env['PYTHONDONTWRITEBYTECODE'] = '1'
+    return env
+
+
+def module_tests(rows, wide):
+    results = []
+    jobs = os.environ.get('COMPAT_JOBS', '2')
+    for row in rows:
+        python = node_env(row)
+        check_node(python, row)
+        tests = WIDE_TESTS if wide else LEAN_TESTS
+        report = os.path.join(BUILD, 'junit-%s.json' % row[0])
+        argv = [os.path.join(VENV, 'bin', 'pytest'), '-q', '-p', 'no:cacheprovider', '-o', 'addopts=',
+                '-p', 'no:randomly', '-rfE', '-n', jobs] + tests
+        log('module tests, node %s: Python %s, tomlkit %s (%s)' % (row[0], row[1], row[2], row[3]))
+        t0 = time.time()
+        proc = run(argv, cwd=REPO, env=node_environ(python), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                   text=True)
+        took = time.time() - t0
+        tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ''
+        ok = proc.returncode == 0 and ' passed' in tail and 'skipped' not in tail
+        if not ok:
+            print(proc.stdout[-20000:])
+        results.append(('modules', row[0], '%s / tomlkit %s' % (row[1], row[2]), ok, took, tail))
+        with open(report, 'w') as f:
+            json.dump(dict(row=row[:4], rc=proc.returncode, tail=tail, seconds=took), f)
+    return results
+
+
+def refusal():
+    """A node whose tomlkit is older than the minimum: the module fails before reading, naming both."""
+    python = node_env(TOO_OLD)
+    check_node(python, TOO_OLD)
+    work = tempfile.mkdtemp(prefix='ng-compat-')
+    try:
+        path = os.path.join(work, 'config.toml')
+        text = 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n'
+        with open(path, 'w') as f:
+            f.write(text)
+        args = os.path.join(work, 'args.json')
+        with open(args, 'w') as f:
+            json.dump({'ANSIBLE_MODULE_ARGS': dict(path=path, name='nvidia', owner='compat', state_dir=work + '/state',
+                                                   options=dict(BinaryName='/usr/bin/nvidia-container-runtime'),
+                                                   _ansible_tmpdir=work, _ansible_remote_tmp=work)}, f)
+        env = node_environ(python)
+        env['PYTHONPATH'] = os.path.join(REPO, 'build', 'collections') + os.pathsep + env['PYTHONPATH']
+        t0 = time.time()
+        proc = run([python, '-m', 'ansible_collections.nodeguard.containerd.plugins.modules.containerd_runtime', args],
+                   env=env, capture_output=True, text=True)
+        try:
+            res = json.loads(proc.stdout)
+        except ValueError:
+            res = {}
+        msg = res.get('msg', '')
+        with open(path) as f:
+            untouched = f.read() == text
+        ok = bool(res.get('failed')) and 'tomlkit 0.5.11' in msg and '>= 0.6.0' in msg and 'pip install' in msg \
+            and untouched and not os.path.exists(os.path.join(work, 'state'))
+        if not ok:
+            print('refusal run: rc=%s\nstdout: %s\nstderr: %s' % (proc.returncode, proc.stdout[-3000:],
+                                                                  proc.stderr[-3000:]))
+        else:
+            log('refused as it should: ' + msg)
+        return [('refusal', TOO_OLD[0], '%s / tomlkit %s' % (TOO_OLD[1], TOO_OLD[2]), ok, time.time() - t0,
+                 msg[:100])]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def controller(version):
+    if version is None:
+        return os.path.join(VENV, 'bin')
+    base = pyenv_python('3.11') if glob.glob(os.path.join(PYENV, '3.11.*')) else sys.executable
+    python = ensure_venv(os.path.join(BUILD, 'ansible-core-' + version), base, ['ansible-core==' + version],
+                         'pip install ansible-core==%s (controller)' % version)
+    return os.path.dirname(python)
+
+
+def playbooks(rows):
+    results = []
+    nodes = [r for r in rows if r[0] in PLAYBOOK_NODES]
+    pythons = dict((r[0], node_env(r)) for r in nodes)
+    for version in CONTROLLERS:
+        bindir = controller(version)
+        vout = subprocess.run([os.path.join(bindir, 'ansible'), '--version'], capture_output=True, text=True,
+                              check=False).stdout
+        core = vout.split('core ')[1].split(']')[0] if 'core ' in vout else '?'
+        work = tempfile.mkdtemp(prefix='ng-compat-pb-')
+        try:
+            inv = os.path.join(work, 'inventory.ini')
+            with open(inv, 'w') as f:
+                f.write('[compat_nodes]\n')
+                for r in nodes:
+                    f.write('%s ansible_connection=local ansible_python_interpreter=%s ng_dir=%s '
+                            'ng_expect_python=%s ng_expect_tomlkit=%s\n'
+                            % (r[0], pythons[r[0]], os.path.join(work, r[0]), _full_version(pythons[r[0]]), r[2]))
+            cfg = os.path.join(work, 'ansible.cfg')
+            with open(cfg, 'w') as f:
+                f.write('[defaults]\ncollections_path = %s\nretry_files_enabled = False\nforks = %d\n'
+                        'interpreter_python = auto_silent\n' % (os.path.join(REPO, 'build', 'collections'), len(nodes)))
+            env = dict(os.environ, ANSIBLE_CONFIG=cfg, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, 'build', 'collections'),
+                       ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1', PATH=bindir + os.pathsep + os.environ['PATH'])
+            log('playbook under ansible-core %s, nodes %s' % (core, ', '.join(r[0] for r in nodes)))
+            t0 = time.time()
+            proc = run([os.path.join(bindir, 'ansible-playbook'), '-i', inv, os.path.join(REPO, 'tests', 'compat',
+                                                                                         'playbook.yml')],
+                       cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            took = time.time() - t0
+            done = [r[0] for r in nodes if os.path.isfile(os.path.join(work, r[0], 'done.json'))]
+            ok = proc.returncode == 0 and len(done) == len(nodes)
+            if not ok:
+                print(proc.stdout[-25000:])
+            recap = [ln.strip() for ln in proc.stdout.splitlines() if ' : ok=' in ln]
+            results.append(('playbook', 'ansible-core ' + core, 'nodes ' + ','.join(done), ok, took,
+                            '; '.join(recap)[:160]))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def _full_version(python):
+    return subprocess.run([python, '-c', 'import sys; print(sys.version.split()[0])'], capture_output=True, text=True,
+                          check=False).stdout.strip()
+
+
+def main():
+    wide = os.environ.get('COMPAT_MATRIX', 'lean') == 'wide'
+    only = os.environ.get('COMPAT_ONLY', '')
+    rows = [r for r in NODES if wide or r[4]]
+    os.makedirs(BUILD, exist_ok=True)
+    t0 = time.time()
+    results = []
+    if only in ('', 'refusal'):
+        results += refusal()
+    if only in ('', 'modules'):
+        results += module_tests(rows, wide)
+    if only in ('', 'playbooks'):
+        results += playbooks(rows)
+    print('\ncompat matrix (%s):' % ('wide' if wide else 'lean'))
+    for part, name, what, ok, took, tail in results:
+        print('  %-8s %-20s %-24s %-4s %6.0f s  %s' % (part, name, what, 'ok' if ok else 'FAIL', took, tail))
+    failed = [r for r in results if not r[3]]
+    print('compat: %d passed, %d failed (%.0f s)' % (len(results) - len(failed), len(failed), time.time() - t0))
+    return 1 if failed or not results else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
