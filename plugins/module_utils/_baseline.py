@@ -330,9 +330,9 @@ class Baseline(object):
             return None
         raw = read_bytes(os.path.join(self.folder, info['stored']))
         if raw is None or sha256_bytes(raw) != info['sha256']:
+            why = 'missing' if raw is None else 'checksum mismatch'
             raise ConfigError('the config dump copy in baseline %s is damaged (%s). Nothing was written. Fix: take '
-                              'a new snapshot (overwrite: true).' % (self.folder, 'missing' if raw is None else
-                                                                    'checksum mismatch'), key='name')
+                              'a new snapshot (overwrite: true).' % (self.folder, why), key='name')
         try:
             return parse_toml(raw.decode('utf-8'))
         except (TomlParseError, UnicodeDecodeError):

@@ -260,13 +260,30 @@ def file_sets(view, file_path, key):
     return False
 
 
+def _sources(view, path, value):
+    """The files the merged value at path comes from, in load order (a table may gather keys from several)."""
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        found = set(f for p, f in view.origin.items() if len(p) > len(path) and p[:len(path)] == path)
+        if path in view.origin:
+            found.add(view.origin[path])
+        if found:
+            order = [p for p, _d in view.files]
+            return sorted(found, key=lambda f: order.index(f) if f in order else len(order))
+    src = view.source_of(path)
+    return [src] if src else []
+
+
 def effective_records(view, protect, dump=None, real=None):
     """The protected keys as containerd runs them: one dict per key.
 
     key, path (dotted, merged layout), value (merged model; containerd's
     "runc" when default_runtime_name is unset, with default: true), file (the
-    file that sets it, None when nothing does), owner (the file whose table
-    holds it: on containerd 1.x the last file defining the plugin table), and
+    file that sets it, None when nothing does; for a table gathered from
+    several files the last of them, and files lists them all), owner (the
+    file whose table holds it: on containerd 1.x the last file defining the
+    plugin table), and
     dumped (the value ``config dump`` shows) when a dump was made.
     """
     real = real or (lambda s: s)
@@ -274,9 +291,12 @@ def effective_records(view, protect, dump=None, real=None):
     for key in protect:
         path = merged_path(view, key)
         value = view.value(path)
+        sources = _sources(view, path, value)
         rec = dict(key=key, path=dotted(path), value=plain(value), default=False,
-                   file=real(view.source_of(path)) if value is not None else None,
+                   file=real(sources[-1]) if sources else None,
                    owner=real(view.source_of(path[:-1]) if len(path) > 1 else view.main_path))
+        if len(sources) > 1:
+            rec['files'] = [real(f) for f in sources]
         if value is None and _is_default_runtime_name(path):
             rec.update(value=DEFAULT_RUNTIME, default=True)
         if dump is not None:
@@ -344,10 +364,10 @@ def _why(key, before, after, change, cause, ver):
             run, key, _shown(before), b_from, cause)
     now = _shown(after)
     if after.get('file'):
-        return '%s now runs %s = %s, set by %s (the baseline ran %s%s)' % (run, key, now, after['file'],
-                                                                          _shown(before), b_from)
-    return '%s now runs %s = %s because of %s (the baseline ran %s%s)' % (run, key, now, cause, _shown(before),
-                                                                          b_from)
+        return '%s now runs %s = %s, set by %s (the baseline ran %s%s)' % (
+            run, key, now, after['file'], _shown(before), b_from)
+    return '%s now runs %s = %s because of %s (the baseline ran %s%s)' % (
+        run, key, now, cause, _shown(before), b_from)
 
 
 def view_of(path, data, ver):

@@ -405,10 +405,9 @@ def do_check(module, store, path):
                     'back the whole baseline.' % (name, describe_effective(edrift)))
     if cmp.protected_drift:
         hidden = [e for e in cmp.protected_drift if e.get('in_effect') is False]
-        note = (' (%s: not what containerd runs now, because %s; it would be once that file goes)'
-                % (', '.join(e['key'] for e in hidden), ', '.join(sorted(set(e['shadowed_by'] for e in hidden
-                                                                            if e.get('shadowed_by')))))
-                if hidden else '')
+        hiders = sorted(set(e['shadowed_by'] for e in hidden if e.get('shadowed_by')))
+        note = (' (%s: not what containerd runs now, because of %s; it would be once that file goes)'
+                % (', '.join(e['key'] for e in hidden), ', '.join(hiders)) if hidden else '')
         msgs.append('protected keys drifted in %s from %s: %s%s. Fix: state: repair puts them back and keeps the '
                     'other changes; state: restore puts back the whole file.'
                     % (path, name, describe(cmp.protected_drift), note))
@@ -520,7 +519,7 @@ def _plan_dropins(view, drift, path, edit_in):
     targets, left = {}, []
     imported = view.imported()
     for d in drift:
-        src = view.source_of(merged_path(view, d['key']))
+        src = d.get('file') or view.source_of(merged_path(view, d['key']))
         if src and src != path and src in imported:
             if edit_in == 'config':
                 left.append(dict(d, file=src, why='%s; edit_in: config keeps the repair in %s, and %s decides this '

@@ -473,8 +473,9 @@ effective:
       version's rules). For O(state=snapshot) these are also stored in the manifest (C(effective.values)).
     - Each has C(key), C(path) (dotted, in the merged layout; version 3 paths on containerd 2.x), C(value) (the
       merged value; V(runc) for an unset C(default_runtime_name), with C(default=true)), C(file) (the file that
-      sets it, null when none does), C(owner) (the file whose table holds it; on containerd 1.x the last file
-      that defines the plugin table) and C(dumped) (the value C(config dump) shows; only when a dump was made).
+      sets it, null when none does; for a table gathered from several files the last of them, and C(files) lists
+      them all), C(owner) (the file whose table holds it; on containerd 1.x the last file that defines the plugin
+      table) and C(dumped) (the value C(config dump) shows; only when a dump was made).
   returned: O(state=snapshot) of an existing config, O(state=check), O(state=repair)
   type: list
   elements: dict
