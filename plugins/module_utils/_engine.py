@@ -484,9 +484,15 @@ def _validate_candidate(module, ctx, main, target, view, tmp):
 
 
 def _load_test_or_fail(ctx, target, candidate):
-    """validate: load - start the node's containerd on the candidate in isolation; its CRI plugins must load."""
+    """validate: load - start the node's containerd on the candidate in isolation; its CRI plugins must load.
+
+    The candidate is tested at config.toml's own path (as_path): a config that
+    imports itself (nvidia-ctk 1.17.8 writes one) must see the candidate, not
+    the old file.
+    """
     from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import STATUS_OK, load_test
-    res = load_test(ctx.containerd_bin, candidate, run_command=ctx.run_command)
+    main_path = ctx.path if os.path.exists(ctx.path) else None
+    res = load_test(ctx.containerd_bin, candidate, run_command=ctx.run_command, as_path=main_path)
     if res.status != STATUS_OK:
         raise ConfigError('refusing to write %s: validate: load - %s Nothing was written.'
                           % (target.path, res.message().replace(candidate, target.path + ' (candidate)')),

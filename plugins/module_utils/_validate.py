@@ -46,8 +46,16 @@ def resolve_import(entry, importing_file):
     return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(importing_file)), entry))
 
 
-def expand_import(entry, importing_file):
+# containerd's working folder under systemd: 1.6 expands a relative glob
+# entry against it, not against the importing file (measured on 1.6.20;
+# 1.7 and 2.x use the importing file's folder)
+DAEMON_CWD = '/'
+
+
+def expand_import(entry, importing_file, containerd_ver=None):
     """The files an entry loads, in containerd's order (globs sorted)."""
+    if is_glob(entry) and not os.path.isabs(entry) and containerd_ver is not None and tuple(containerd_ver) < (1, 7):
+        return sorted(glob.glob(os.path.normpath(os.path.join(DAEMON_CWD, entry))))
     full = resolve_import(entry, importing_file)
     if is_glob(entry):
         return sorted(glob.glob(full))
@@ -137,7 +145,7 @@ def load_tree(main_path, main_data, containerd_ver=None, overrides=None):
             if not isinstance(entry, str):
                 problems.append(ImportProblem(entry, path, '%s: imports entry %r is not a string' % (path, entry)))
                 continue
-            for full in expand_import(entry, path):
+            for full in expand_import(entry, path, containerd_ver):
                 if full in seen:
                     continue
                 seen.add(full)

@@ -156,3 +156,22 @@ def test_changed_leaves_names_sets_and_removals():
     # 1 and 1.0 are the same number for containerd's decoder; True and 1 are not
     assert changed_leaves({'x': 1}, {'x': 1.0}) == []
     assert changed_leaves({'x': 1}, {'x': True}) == [(('x',), True)]
+
+
+def test_relative_glob_import_follows_each_version(tmp_path):
+    """1.6 expands a relative glob against its working folder (/ under systemd); 1.7 and 2.x against the file's."""
+    conf_d = tmp_path / 'conf.d'
+    conf_d.mkdir()
+    (conf_d / 'a.toml').write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+                                   'default_runtime_name = "kata"\n')
+    main = tmp_path / 'config.toml'
+    main.write_text('version = 2\nimports = ["conf.d/*.toml"]\n')
+    binaries = _binaries()
+    for label, ver in (('1.6', (1, 6)), ('1.7', (1, 7))):
+        proc = subprocess.run([binaries[label], '--config', str(main), 'config', 'dump'], capture_output=True,
+                              text=True, timeout=60, check=False, cwd='/')
+        dumped = get_in(tomlkit.parse(proc.stdout).unwrap(), ('plugins', V2, 'containerd', 'default_runtime_name'))
+        view = load_effective(str(main), parse_toml(main.read_text()), ver)
+        modelled = get_in(view.merged, ('plugins', V2, 'containerd', 'default_runtime_name')) or 'runc'
+        assert modelled == dumped, (label, modelled, dumped)
+        assert dumped == ('runc' if label == '1.6' else 'kata')
