@@ -55,7 +55,7 @@ def test_unset_default_runtime_is_containerds_runc(tmp_path):
 def test_v1x_dropin_replacing_the_cri_table_is_blamed_for_what_it_drops(tmp_path):
     root = str(tmp_path)
     path = write(os.path.join(root, 'config.toml'), V2_MAIN % root)
-    before, _ = records(path, (1, 6))
+    before, _unused = records(path, (1, 6))
     assert by_key(before)['cri.runtimes.runc']['file'] == path
     # a drop-in with only a kata runtime: on 1.x it replaces the whole CRI table, runc is gone
     dropin = write(os.path.join(root, 'conf.d', '50-kata.toml'),
@@ -69,9 +69,9 @@ def test_v1x_dropin_replacing_the_cri_table_is_blamed_for_what_it_drops(tmp_path
     # the same drop-in on 2.x deep-merges: nothing protected drifts
     path3 = write(os.path.join(root, 'config.toml'), V3_MAIN % root)
     write(dropin, open(dropin).read().replace('version = 2', 'version = 3').replace(CRI2, CRI3))
-    before3, _ = records(path3, (2, 1))
+    before3, _unused = records(path3, (2, 1))
     os.unlink(dropin)
-    base3, _ = records(path3, (2, 1))
+    base3, _unused = records(path3, (2, 1))
     assert effective_drift(base3, before3, True, None) == []
 
 
@@ -81,7 +81,7 @@ def test_a_key_removed_from_its_own_file_blames_that_file_on_2x(tmp_path):
     write(os.path.join(root, 'conf.d', '99-nvidia.toml'),
           'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
           '  runtime_type = "io.containerd.runc.v2"\n')
-    before, _ = records(path, (2, 1))
+    before, _unused = records(path, (2, 1))
     data = tomlkit.parse(open(path).read())
     del data['plugins'][CRI3]['containerd']['runtimes']['runc']
     write(path, tomlkit.dumps(data))
@@ -94,7 +94,7 @@ def test_a_key_removed_from_its_own_file_blames_that_file_on_2x(tmp_path):
 def test_dropin_setting_the_default_is_blamed_and_the_dump_wins(tmp_path):
     root = str(tmp_path)
     path = write(os.path.join(root, 'config.toml'), V3_MAIN % root)
-    before, _ = records(path, (2, 1))
+    before, _unused = records(path, (2, 1))
     dropin = write(os.path.join(root, 'conf.d', '99-nvidia.toml'),
                    'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd]\n'
                    '  default_runtime_name = "nvidia"\n')
