@@ -552,6 +552,30 @@ def save_sessions(run_dir, cfg, files, records):
                 db.set_result(job_id, res)
 
 
+def rescore(report_json):
+    cfg, equivalents = load_config()
+    with open(report_json) as f:
+        data = json.load(f)
+    records = data['mutants']
+    sources = {}
+    for r in records:
+        if r['outcome'] == EQUIVALENT:
+            continue
+        src = sources.setdefault(r['file'], (REPO / cfg['source'] / r['file']).read_text().splitlines())
+        # the report was made on another tree maybe: match by the line text the report kept
+        line = r['old'] if r['old'] else (src[r['start'][0] - 1] if r['start'][0] <= len(src) else '')
+        reason = equivalent_reason(r, equivalents, line)
+        if reason:
+            r.update(outcome=EQUIVALENT, reason=reason, was=r['outcome'])
+    files = [row['file'] for row in data['files']]
+    rows = summarise(files, records)
+    meta = dict(data['meta'], rescored=datetime.datetime.now().isoformat(timespec='seconds'))
+    out_dir = REPO / 'build' / 'mutation'
+    write_report(report_json.parent, meta, rows, records, out_dir)
+    print_table(rows)
+    return 0
+
+
 # --------------------------------------------------------------------- main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
@@ -571,7 +595,11 @@ def main(argv=None):
                     help='stop starting mutants after this long; the rest is reported as not run')
     ap.add_argument('--limit', type=int, default=None, help='at most this many mutants per file (a sample)')
     ap.add_argument('--keep', action='store_true', help='keep the tree copies after the run')
+    ap.add_argument('--rescore', metavar='REPORT_JSON', help='run nothing: apply equivalents.toml to a report.json '
+                    'again (after listing mutants there) and rewrite build/mutation/report.md')
     args = ap.parse_args(argv)
+    if args.rescore:
+        return rescore(Path(args.rescore))
 
     try:
         import cosmic_ray  # noqa: F401 pylint: disable=unused-import
