@@ -108,7 +108,7 @@ def test_dropin_default_runtime_is_effective_drift_and_repair_fixes_it_in_the_dr
 
     snap = run_module(MOD, **args)
     assert snap['changed'] and snap['problems'] == []
-    assert 'config dump' in snap['validated']['checked']
+    assert snap['validated']['checked'] == ['built-in checks', 'config dump', 'load test']
     rec = by_key(snap['effective'])['cri.default_runtime_name']
     assert rec['value'] == 'runc' and rec['dumped'] == 'runc' and rec['file'] == path
     m = manifest_of(snap)
@@ -147,6 +147,9 @@ def test_dropin_default_runtime_is_effective_drift_and_repair_fixes_it_in_the_dr
     assert r['key'] == 'cri.default_runtime_name' and r['file'] == node.dropin
     assert (r['before'], r['after']) == ('nvidia', 'runc')
     assert fixed['effective_drift'] == [] and fixed['left'] == []
+    # the repaired drop-in was judged by a real start of containerd on the tree before it was written
+    (judged,) = fixed['load_test']
+    assert 'load test' in judged['checked'] and judged['load_test']['ok'] is True
     assert any('99-nvidia.toml' in w and 'may write it again' in w for w in fixed['warnings'])
     assert read(path) == node.after_setup                             # config.toml untouched
     # the drop-in changed in that one line only
