@@ -382,6 +382,7 @@ def _choose_target(module, ctx, edit, main, view_before):
         # an uninstall undoes drop-ins first (the later files, which decide
         # keys like the default runtime), one validated write each, then
         # config.toml: every state in between is one containerd loads
+        recorded = None
         for path in reversed(view_before.imported()):
             if Ledger.load(module.params['state_dir'], path).select(owner=ctx.owner):
                 target = _read_config(module, ctx, path, main_version=main.doc.version)
@@ -389,6 +390,10 @@ def _choose_target(module, ctx, edit, main, view_before):
                 values_d, changes_d = _apply(edit, target, ctx)
                 if changes_d:
                     return target, values_d, changes_d
+                recorded = recorded or (target, values_d, changes_d)
+        values, changes = _apply(edit, main, ctx)
+        # nothing left to undo: report the drop-in that holds the owner's records, as install did
+        return (main, values, changes) if changes or recorded is None else recorded
     try:
         values, changes = _apply(edit, main, ctx)
     except EditElsewhere as exc:
