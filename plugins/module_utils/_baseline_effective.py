@@ -184,13 +184,19 @@ def judge_tree(ctx, path, data, validate='auto', load_test=True, mirror=None):
         j.notes.append('validate: none: containerd itself was not asked (no config dump, no load test)')
         return j
     binary = ctx.containerd_bin
-    if validate not in (None, 'auto'):
+    if validate == 'load':
+        load_test = True    # the engine's opt-in real-load validation: here the load test is required
+    if validate not in (None, 'auto', 'load'):
         cmd, rc, out, err = run_validate(ctx.run_command, validate, binary, path)
         if rc != 0:
             j.problems.append('validation "%s" failed (rc=%s): %s'
                               % (' '.join(cmd).replace(path, '%s'), rc, _tail(out, err, real)))
         j.checked.append('validate command')
     if not binary:
+        if validate == 'load':
+            j.problems.append('validate: load starts the node\'s containerd on the tree, but no containerd binary was '
+                              'found in PATH or the usual folders (set containerd_bin)')
+            return j
         j.notes.append('no containerd binary in PATH or the usual folders: judged by nodeguard\'s own model of '
                        'containerd only (set containerd_bin)')
         return j

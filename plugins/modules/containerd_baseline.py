@@ -145,8 +145,9 @@ options:
         O(state=repair) before it replaces anything).
       - V(auto) runs the node's own C(containerd --config <candidate> config dump) when a C(containerd) binary is
         found (see O(containerd_bin)). Any other string is a command that must contain C(%s) (the candidate's
-        path); C(config dump) then runs as well, for the effective values. V(none) skips every command (no
-        C(config dump) and no load test).
+        path); C(config dump) then runs as well, for the effective values. V(load) is V(auto) with the load test
+        required (see O(load_test); no binary is then an error, and for O(state=repair) the engine load-tests each
+        write itself). V(none) skips every command (no C(config dump) and no load test).
       - The built-in checks (every non-glob import exists, the default runtime is defined, no drop-in replaces a
         plugin table of the main file on containerd 1.x, the config version is one the node reads) always run.
       - For O(state=restore) and O(state=repair) the candidate is a copy of the tree in a temporary folder, whose

@@ -459,3 +459,24 @@ def test_restore_refuses_a_baseline_that_fails_the_load_test(ver, binary, varian
     write(path, 'version = 2\n')
     done = run_module(MOD, state='restore', validate='none', **args)
     assert done['validated']['checked'] == ['built-in checks'] and read(path) == _unknown_snapshotter(good, cri)
+
+
+def test_validate_load_requires_the_load_test_and_the_engine_runs_it_on_repair(workdir, run_module, base):
+    binary = need(CONTAINERD_1)
+    node = Node(workdir, 'c16')
+    good = read(node.before_toolkit())
+    args = dict(base, path=node.path, containerd_bin=binary, validate='load')
+    # load_test: false does not turn off what validate: load asks for
+    refused = run_module(MOD, load_test=False, expect_fail=True,
+                         **dict(args, path=write(node.path, _unknown_snapshotter(good, CRI2))))
+    assert 'failed to find snapshotter' in refused['msg'] and 'no snapshot was taken' in refused['msg']
+    write(node.path, good)
+    snap = run_module(MOD, **args)
+    assert snap['validated']['checked'] == ['built-in checks', 'config dump', 'load test']
+    data = tomlkit.parse(_unknown_snapshotter(good, CRI2))
+    del data['plugins'][CRI2]['containerd']['runtimes']['runc']
+    held = write(node.path, tomlkit.dumps(data)) and read(node.path)
+    refused = run_module(MOD, state='repair', expect_fail=True, **args)
+    # refused by the engine's own load test of the candidate (validate: load), nothing written
+    assert 'validate: load' in refused['msg'] and 'failed to find snapshotter' in refused['msg']
+    assert read(node.path) == held
