@@ -131,13 +131,14 @@ def bom_refused_message(path, containerd_ver, config_version=None):
             % (path, reader, path))
 
 
-# The oldest tomlkit nodeguard runs on (the module suites pass with it, see
-# tests/compat): Debian 11's 0.6.0 and Ubuntu 22.04's 0.9.2 have no unwrap(),
-# which ``_toml_text.plain`` replaces.  Older ones are refused before anything is read.
-MIN_TOMLKIT = (0, 6, 0)
-TOMLKIT_INSTALL = ('apt-get install python3-tomlkit (Debian 11+, Ubuntu 22.04+), dnf install python3-tomlkit '
-                   '(EPEL 9), or pip install "tomlkit>=%s" for the Python Ansible uses on the node'
-                   % '.'.join(str(p) for p in MIN_TOMLKIT))
+# The oldest tomlkit nodeguard runs on (tests/compat: parse checks, the module
+# suites and a playbook pass with it).  0.7 - 0.10 have no unwrap(), which
+# ``_toml_text.plain`` replaces; 0.6.0 (Debian 11's python3-tomlkit) loses a
+# table defined after its sub-tables, so it is refused before anything is read.
+MIN_TOMLKIT = (0, 7, 0)
+TOMLKIT_INSTALL = ('pip install "tomlkit>=%s" for the Python Ansible uses on the node (Debian 11\'s python3-tomlkit '
+                   'is 0.6.0; Ubuntu 22.04+, Debian 12+ and EPEL 9 ship a newer one: apt-get or dnf install '
+                   'python3-tomlkit)' % '.'.join(str(p) for p in MIN_TOMLKIT))
 
 
 def _version_tuple(text):

@@ -31,6 +31,7 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, 'build', 'collections'))
 BUILD = os.path.join(REPO, 'build', 'compat')
 PYENV = os.path.expanduser(os.environ.get('COMPAT_PYENV', '~/.pyenv/versions'))
 VENV = os.environ.get('VENV') or os.path.join(REPO, '.venv')
@@ -42,13 +43,14 @@ NODES = [
     ('ubuntu2204', '3.10', '0.9.2', 'Ubuntu 22.04 python3 + python3-tomlkit', True),
     ('ubuntu2404', '3.12', '0.12.4', 'Ubuntu 24.04 python3 + python3-tomlkit', True),
     ('py313', '3.13', '0.15.2', 'Python 3.13 with the newest tomlkit tested', True),
-    ('debian11', '3.9', '0.6.0', 'Debian 11 python3 + python3-tomlkit (the minimum)', True),
+    ('minimum', '3.9', '0.7.0', 'the minimum tomlkit (Debian 11 python3 + pip tomlkit)', True),
     ('debian12', '3.11', '0.11.7', 'Debian 12 python3 + python3-tomlkit', False),
-    ('tk0110', '3.10', '0.11.0', 'tomlkit 0.11.0 (its unwrap() made edits fail)', False),
+    ('tk0110', '3.10', '0.11.0', 'tomlkit 0.11.0 (its unwrap() kept the quotes of strings)', False),
     ('rhel8-38', '3.8', '0.11.6', 'RHEL 8 AppStream python38 + pip tomlkit', False),
 ]
-# The refusal: older than the minimum.
-TOO_OLD = ('too-old', '3.9', '0.5.11', 'tomlkit older than the minimum', True)
+# The refusal: Debian 11's python3-tomlkit, older than the minimum.
+TOO_OLD = ('debian11', '3.9', '0.6.0', 'Debian 11 python3 + python3-tomlkit (below the minimum)', True)
+MINIMUM = '0.7.0'
 
 # Module tests: the lean subset covers dotted keys and inline tables
 # (runtime_layouts), imports, baselines, settings and the runtime module; wide
@@ -64,7 +66,7 @@ WIDE_TESTS = ['tests/module', '--deselect', 'tests/module/test_containerd_prefli
 # the older lines requires_ansible admits. Python 3.11 runs all four.
 CONTROLLERS = ['2.16.19', '2.17.14', '2.18.19', None]  # None: .venv (requirements-dev.txt)
 # Node rows each controller drives (ansible-core 2.16 does not list 3.13 as a target).
-PLAYBOOK_NODES = ['rhel9', 'ubuntu2204', 'ubuntu2404', 'debian11']
+PLAYBOOK_NODES = ['rhel9', 'ubuntu2204', 'ubuntu2404', 'minimum']
 
 
 def log(msg):
@@ -147,12 +149,38 @@ def node_environ(python):
     return env
 
 
+def parse_check(python, row):
+    """parse_toml on the node interpreter gives exactly what tomllib (3.11) gives, on every fixture and
+    tests/compat/samples.toml (dotted keys, inline tables, arrays of tables, dates, every string kind)."""
+    import tomllib
+    files = sorted(glob.glob(os.path.join(REPO, 'tests', 'fixtures', '*.toml'))) + [
+        os.path.join(REPO, 'tests', 'compat', 'samples.toml')]
+
+    def default(value):
+        return value.isoformat()
+
+    want = json.loads(json.dumps(dict((f, tomllib.load(open(f, 'rb'))) for f in files), default=default))
+    proc = subprocess.run([python, os.path.join(REPO, 'tests', 'compat', 'parse_check.py'),
+                           os.path.join(REPO, 'build', 'collections')] + files,
+                          capture_output=True, text=True, check=False, env=node_environ(python))
+    try:
+        got = json.loads(proc.stdout)
+    except ValueError:
+        got = None
+    bad = [os.path.basename(f) for f in files if got is None or got.get(f) != want[f]]
+    if bad:
+        print('parse check on %s: %s differ from tomllib\n%s' % (row[0], ', '.join(bad), proc.stderr[-3000:]))
+    return ('parse', row[0], '%s / tomlkit %s' % (row[1], row[2]), not bad, 0.0,
+            '%d files as tomllib reads them' % len(files) if not bad else 'differ: ' + ', '.join(bad))
+
+
 def module_tests(rows, wide):
     results = []
     jobs = os.environ.get('COMPAT_JOBS', '2')
     for row in rows:
         python = node_env(row)
         check_node(python, row)
+        results.append(parse_check(python, row))
         tests = WIDE_TESTS if wide else LEAN_TESTS
         report = os.path.join(BUILD, 'junit-%s.json' % row[0])
         argv = [os.path.join(VENV, 'bin', 'pytest'), '-q', '-p', 'no:cacheprovider', '-o', 'addopts=',
@@ -174,6 +202,10 @@ def module_tests(rows, wide):
 
 def refusal():
     """A node whose tomlkit is older than the minimum: the module fails before reading, naming both."""
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import MIN_TOMLKIT
+    if '.'.join(str(p) for p in MIN_TOMLKIT) != MINIMUM:
+        raise SystemExit('compat: MIN_TOMLKIT in _config_model.py is %r, this matrix tests %s: change both'
+                         % (MIN_TOMLKIT, MINIMUM))
     python = node_env(TOO_OLD)
     check_node(python, TOO_OLD)
     work = tempfile.mkdtemp(prefix='ng-compat-')
@@ -199,7 +231,8 @@ def refusal():
         msg = res.get('msg', '')
         with open(path) as f:
             untouched = f.read() == text
-        ok = bool(res.get('failed')) and 'tomlkit 0.5.11' in msg and '>= 0.6.0' in msg and 'pip install' in msg \
+        ok = bool(res.get('failed')) and 'tomlkit %s ' % TOO_OLD[2] in msg and '>= %s' % MINIMUM in msg \
+            and 'pip install' in msg \
             and untouched and not os.path.exists(os.path.join(work, 'state'))
         if not ok:
             print('refusal run: rc=%s\nstdout: %s\nstderr: %s' % (proc.returncode, proc.stdout[-3000:],
