@@ -48,8 +48,14 @@ export MOLECULE_GLOB := molecule/*/molecule.yml
 MOLECULE_BASE := $(CURDIR)/.config/molecule/config.yml
 
 # What `make test` runs, in this order (cheap and fast first).
-TEST_STAGES ?= deps collection lint-pipelines test-unit test-module test-roles test-standins sanity lint \
+TEST_STAGES ?= deps collection lint-pipelines test-unit test-module test-roles test-standins test-compat sanity lint \
 	images test-molecule test-reliability
+
+# Node Pythons 3.9-3.13 x distribution tomlkit, ansible-core 2.16-2.19 controllers,
+# packaging (tests/compat/run.py; venvs cached under build/compat). COMPAT_MATRIX=wide: more rows.
+.PHONY: test-compat
+test-compat: collection
+	@$(STAGE) test-compat $(VENV)/bin/python tests/compat/run.py
 
 .PHONY: help deps collection test lint-pipelines test-unit test-module test-roles test-standins \
 	test-reliability images test-molecule sanity lint demo demo-clean bench \

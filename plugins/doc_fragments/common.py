@@ -140,5 +140,5 @@ notes:
     the lock (nvidia-ctk, kata-deploy) is detected by comparing the file before the rename; the edit is
     then applied again on the new content, up to three times.
 requirements:
-  - tomlkit (Python library, on the managed node)
+  - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 '''

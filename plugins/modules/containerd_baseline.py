@@ -255,7 +255,7 @@ notes:
   - A baseline taken before effective values were recorded is compared from its stored files (merged the way
     the node's containerd merges them), without a C(config dump).
 requirements:
-  - tomlkit (Python library, on the managed node)
+  - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 seealso:
   - module: nodeguard.containerd.containerd_runtime
   - module: nodeguard.containerd.containerd_setting

@@ -31,6 +31,8 @@ description:
     RV(status=cannot_run); it never passes silently.
 author:
   - nodeguard maintainers (@nodeguard)
+requirements:
+  - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
