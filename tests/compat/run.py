@@ -17,7 +17,8 @@ checks them). A Python or a venv that cannot be had fails the run: nothing is
 skipped.
 
   COMPAT_MATRIX=lean (default) | wide    wide: every node row, whole module suite
-  COMPAT_ONLY=modules|playbooks|refusal  one part only
+  COMPAT_ONLY=modules|playbooks|refusal|packaging  one part only
+  COMPAT_ROWS=rhel9,ubuntu2204           only these node rows
   COMPAT_JOBS=2                          pytest-xdist workers per module run
 """
 
@@ -53,12 +54,11 @@ TOO_OLD = ('debian11', '3.9', '0.6.0', 'Debian 11 python3 + python3-tomlkit (bel
 MINIMUM = '0.7.0'
 
 # Module tests: the lean subset covers dotted keys and inline tables
-# (runtime_layouts), imports, baselines, settings and the runtime module; wide
-# runs the whole folder. test_containerd_preflight starts modules with the
+# (runtime_layouts), imports, baselines and settings (the runtime module is
+# driven by playbook.yml on every controller); wide runs the whole folder. test_containerd_preflight starts modules with the
 # test's own Python, so it says nothing about the node interpreter.
 LEAN_TESTS = ['tests/module/test_runtime_layouts.py', 'tests/module/test_containerd_imports.py',
-              'tests/module/test_containerd_baseline.py', 'tests/module/test_containerd_setting.py',
-              'tests/module/test_containerd_runtime.py']
+              'tests/module/test_containerd_baseline.py', 'tests/module/test_containerd_setting.py']
 WIDE_TESTS = ['tests/module', '--deselect', 'tests/module/test_containerd_preflight.py',
               '--ignore', 'tests/module/test_containerd_preflight.py']
 
@@ -301,13 +301,71 @@ def _full_version(python):
                           check=False).stdout.strip()
 
 
+# What the Galaxy tarball must hold, and what must never be in it.
+TARBALL_MUST = ['MANIFEST.json', 'FILES.json', 'LICENSE', 'README.md', 'meta/runtime.yml',
+                'meta/execution-environment.yml', 'requirements.txt', 'bindep.txt', 'changelogs/changelog.yaml',
+                'plugins/modules/containerd_runtime.py', 'roles/config_snapshot/tasks/main.yml',
+                'playbooks/site.yml']
+TARBALL_NEVER = ['.venv/', 'build/', '.ci/', '.config/', '.pytest_cache', '.hypothesis', '__pycache__', '.pyc',
+                 'tests/output/', 'tests/mutation/', 'bench/', 'molecule/', 'Makefile', 'requirements-dev.txt',
+                 '.tar.gz', '.git/']
+
+
+def packaging():
+    """ansible-galaxy collection build: the tarball's file list; ansible-builder introspect and create on it."""
+    import tarfile
+    t0 = time.time()
+    work = tempfile.mkdtemp(prefix='ng-compat-pkg-')
+    problems = []
+    try:
+        galaxy = os.path.join(VENV, 'bin', 'ansible-galaxy')
+        proc = run([galaxy, 'collection', 'build', '--output-path', work, REPO], capture_output=True, text=True)
+        tars = glob.glob(os.path.join(work, '*.tar.gz'))
+        if proc.returncode or len(tars) != 1:
+            return [('package', 'build', 'ansible-galaxy', False, time.time() - t0, (proc.stderr or proc.stdout)[-200:])]
+        with tarfile.open(tars[0]) as tar:
+            names = [m.name + ('/' if m.isdir() else '') for m in tar.getmembers()]
+        problems += ['missing %s' % n for n in TARBALL_MUST if n not in names]
+        problems += ['has %s' % n for n in names if any(bad in n for bad in TARBALL_NEVER)]
+        coll = os.path.join(work, 'collections')
+        proc = run([galaxy, 'collection', 'install', '--force', '-p', coll, tars[0]], capture_output=True, text=True)
+        if proc.returncode:
+            problems.append('install: ' + proc.stderr[-300:])
+        builder = os.path.join(os.path.dirname(ensure_venv(os.path.join(BUILD, 'ansible-builder'), sys.executable,
+                                                           ['ansible-builder==3.2.0'],
+                                                           'pip install ansible-builder==3.2.0')), 'ansible-builder')
+        proc = run([builder, 'introspect', '--sanitize', coll], capture_output=True, text=True)
+        intro = proc.stdout
+        if proc.returncode or 'tomlkit>=0.7.0' not in intro or 'python3' not in intro:
+            problems.append('introspect rc=%s: %s' % (proc.returncode, (intro + proc.stderr)[-400:]))
+        ee = os.path.join(work, 'execution-environment.yml')
+        with open(ee, 'w') as f:
+            f.write('---\nversion: 3\nimages:\n  base_image:\n    name: quay.io/ansible/awx-ee:latest\n'
+                    'dependencies:\n  galaxy:\n    collections:\n      - name: %s\n        type: file\n'
+                    '  python:\n    - tomlkit>=0.7.0\n' % tars[0])
+        proc = run([builder, 'create', '-f', ee, '-c', os.path.join(work, 'context'), '--output-filename',
+                    'Containerfile'], capture_output=True, text=True, cwd=work)
+        if proc.returncode or not os.path.isfile(os.path.join(work, 'context', 'Containerfile')):
+            problems.append('create rc=%s: %s' % (proc.returncode, (proc.stdout + proc.stderr)[-400:]))
+        if problems:
+            print('packaging: ' + '\n  '.join(problems))
+        return [('package', 'tarball+ee', '%d files' % len(names), not problems, time.time() - t0,
+                 '; '.join(problems)[:160] or 'build, file list, install, builder introspect + create')]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     wide = os.environ.get('COMPAT_MATRIX', 'lean') == 'wide'
     only = os.environ.get('COMPAT_ONLY', '')
     rows = [r for r in NODES if wide or r[4]]
+    if os.environ.get('COMPAT_ROWS'):  # e.g. COMPAT_ROWS=rhel9,ubuntu2204
+        rows = [r for r in NODES if r[0] in os.environ['COMPAT_ROWS'].split(',')]
     os.makedirs(BUILD, exist_ok=True)
     t0 = time.time()
     results = []
+    if only in ('', 'packaging'):
+        results += packaging()
     if only in ('', 'refusal'):
         results += refusal()
     if only in ('', 'modules'):
