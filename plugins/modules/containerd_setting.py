@@ -122,7 +122,7 @@ effects:
   description:
     - Each key the change set or removed, where it lives and whether containerd runs it (judged on the merged
       view of config.toml and its drop-ins, and confirmed with the node's C(containerd config dump) when there is
-      a binary). A change that would not be in effect is refused, so a written change always has O(in_effect=true).
+      a binary). A change that would not be in effect is refused, so a written change always has C(in_effect=true).
   returned: changed
   type: list
   elements: dict
@@ -146,7 +146,7 @@ effects:
       description: A later file that sets the same key (it decides the value).
       type: str
     effective_value:
-      description: The value containerd runs when it differs from O(value).
+      description: The value containerd runs when it differs from C(value).
       type: raw
     confirmed_by:
       description: V(config dump) when the node's containerd confirmed it, V(model) for top-level lists.
