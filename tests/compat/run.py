@@ -19,6 +19,7 @@ skipped.
   COMPAT_MATRIX=lean (default) | wide    wide: every node row, whole module suite
   COMPAT_ONLY=modules|playbooks|refusal|packaging  one part only
   COMPAT_ROWS=rhel9,ubuntu2204           only these node rows
+  COMPAT_CONTROLLERS=2.16.19,dev         only these controllers (dev: the .venv's ansible-core)
   COMPAT_JOBS=2                          pytest-xdist workers per module run
 """
 
@@ -258,7 +259,10 @@ def playbooks(rows):
     results = []
     nodes = [r for r in rows if r[0] in PLAYBOOK_NODES]
     pythons = dict((r[0], node_env(r)) for r in nodes)
+    pick = os.environ.get('COMPAT_CONTROLLERS')  # e.g. COMPAT_CONTROLLERS=2.16.19,dev
     for version in CONTROLLERS:
+        if pick and (version or 'dev') not in pick.split(','):
+            continue
         bindir = controller(version)
         vout = subprocess.run([os.path.join(bindir, 'ansible'), '--version'], capture_output=True, text=True,
                               check=False).stdout
