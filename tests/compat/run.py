@@ -284,8 +284,8 @@ def playbooks(rows):
                        ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1', PATH=bindir + os.pathsep + os.environ['PATH'])
             log('playbook under ansible-core %s, nodes %s' % (core, ', '.join(r[0] for r in nodes)))
             t0 = time.time()
-            proc = run([os.path.join(bindir, 'ansible-playbook'), '-i', inv, os.path.join(REPO, 'tests', 'compat',
-                                                                                         'playbook.yml')],
+            play = os.path.join(REPO, 'tests', 'compat', 'playbook.yml')
+            proc = run([os.path.join(bindir, 'ansible-playbook'), '-i', inv, play],
                        cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             took = time.time() - t0
             done = [r[0] for r in nodes if os.path.isfile(os.path.join(work, r[0], 'done.json'))]
