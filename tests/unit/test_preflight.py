@@ -780,8 +780,14 @@ def mkdtemp(*a, **kw):  # records the name of the private folder, to find its pr
 _preflight.tempfile.mkdtemp = mkdtemp
 res = _preflight.load_test(spec['binary'], spec['config'])
 after = snapshot()
-# sockets of this run's private folder (other runs on the machine have other folders)
-after['unix'] = [u for u in after['unix'] if made and u.startswith(made[0])]
+# sockets of this run's private folder (other runs on the machine have other folders);
+# the kernel tears a dead network namespace down on a work queue, so a socket
+# of it may still be listed for a moment on a loaded machine: wait (bounded)
+mine = lambda: [u for u in unix_paths() if made and u.startswith(made[0])]
+deadline = time.time() + 15
+while mine() and time.time() < deadline:
+    time.sleep(0.2)
+after['unix'] = mine()
 procs = []
 for pid in os.listdir('/proc'):
     if pid.isdigit() and int(pid) != os.getpid():
