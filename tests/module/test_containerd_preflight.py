@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, REPO, module_result
+from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, REPO, module_result
 
 BINARIES = {'1.6': CONTAINERD_1, '1.7': CONTAINERD_17, '2.1': CONTAINERD_2}
 
@@ -22,33 +22,10 @@ GOOD = {
        "  runtime_type = 'io.containerd.runc.v2'\n",
 }
 
-# nvidia-ctk v1.17.8 `runtime configure` on Debian 12's shipped config (as in tests/unit/test_preflight.py)
-CTK = '''version = 2
-
-[plugins]
-
-  [plugins."io.containerd.grpc.v1.cri"]
-
-    [plugins."io.containerd.grpc.v1.cri".cni]
-      bin_dir = "/usr/lib/cni"
-      conf_dir = "/etc/cni/net.d"
-
-    [plugins."io.containerd.grpc.v1.cri".containerd]
-
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes]
-
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
-          privileged_without_host_devices = false
-          runtime_engine = ""
-          runtime_root = ""
-          runtime_type = "io.containerd.runc.v2"
-
-          [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
-            BinaryName = "/usr/bin/nvidia-container-runtime"
-
-  [plugins."io.containerd.internal.v1.opt"]
-    path = "/var/lib/containerd/opt"
-'''
+# nvidia-ctk v1.17.8 `runtime configure` on Debian 12's shipped config, as the toolkit wrote it
+with open(os.path.join(FIXTURES, 'nvidia-ctk',
+                       'ctk-v1.17.8-nvidia-ctk-debian-shipped-config-default.configured.config.toml')) as _f:
+    CTK = _f.read()
 
 
 @pytest.fixture
