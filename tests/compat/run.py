@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Compatibility matrix of nodeguard.containerd (`make test-compat`).
 
 1. Module tests with the managed node's interpreter set to the Pythons and
