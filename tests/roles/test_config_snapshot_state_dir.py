@@ -113,3 +113,67 @@ def test_restore_puts_back_the_ledger_of_the_custom_state_dir(workdir, config):
     # nothing went to the default folder
     assert not os.path.exists(ledger_path_for('/var/lib/nodeguard', path))
     assert original != read(path)
+
+
+RESTORE_WITH_RESTART = '''
+- name: config_snapshot restore hands its state_dir to the restart contract
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    nodeguard_state_dir: {state}
+    config_snapshot_path: {path}
+    config_snapshot_store: {store}
+    config_snapshot_backup: false
+    # no systemd here: the restart of this unit fails and the wait gives up at once
+    config_snapshot_service: nodeguard-test-no-such-unit
+    node_readiness_restart_retries: 1
+  tasks:
+    - name: Baseline
+      ansible.builtin.include_role:
+        name: nodeguard.containerd.config_snapshot
+    - name: A change the restore takes back
+      nodeguard.containerd.containerd_setting:
+        path: {path}
+        state_dir: {state}
+        key: images.disable_snapshot_annotations
+        value: false
+        owner: test
+    - name: Restore with its restart (the contract is included)
+      ansible.builtin.include_role:
+        name: nodeguard.containerd.config_snapshot
+        tasks_from: restore
+    - name: What the test reads
+      ansible.builtin.copy:
+        dest: {out}
+        mode: "0644"
+        content: "{{{{ {{'restore': config_snapshot_restore_result, 'restart': nodeguard_restart,
+          'state_dir': config_snapshot_resolved_state_dir}} | to_json }}}}"
+'''
+
+
+def test_restore_restarts_through_the_contract_with_its_state_dir(workdir, config):
+    """The restore includes the restart contract with nodeguard_state_dir set
+    from config_snapshot_state_dir, whose default is nodeguard_state_dir: once
+    a recursive template that failed every restore (CI, readiness scenario)."""
+    path = config('v2_kubeadm.toml')
+    original = read(path)
+    state = os.path.join(workdir, 'play-state')
+    out = os.path.join(workdir, 'out.json')
+    play = os.path.join(workdir, 'play.yml')
+    with open(play, 'w') as f:
+        f.write(RESTORE_WITH_RESTART.format(path=path, state=state, store=os.path.join(workdir, 'baselines'), out=out))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
+               ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
+                           '-e', 'ansible_python_interpreter=' + sys.executable, play],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert 'Recursive loop' not in proc.stdout + proc.stderr
+    res = json.loads(read(out))
+    assert res['restore']['changed']
+    assert read(path) == original
+    assert res['state_dir'] == state
+    # the contract ran: forced, tried the (missing) unit, and says the CRI is not back
+    assert res['restart']['needed'] and res['restart']['restarted'], res['restart']
+    assert not res['restart']['cri_ok'], res['restart']
