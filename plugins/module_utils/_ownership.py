@@ -55,17 +55,33 @@ def set_owned(doc, ledger, owner, resource, path, value, own_table=False):
         # Already so.  If other owners changed this key, this owner now
         # depends on the value too: a "hold" record (prior = value) keeps it
         # when they leave, and hands their prior on when this owner leaves.
+        # Also in a table this owner created: another owner's record there
+        # would otherwise take the value away when that owner leaves.
         held = ledger.select(owner=owner, resource=resource, kind='key', path=path)
-        if not own_table and ledger.key_stack(path) and not held:
+        if ledger.key_stack(path) and not held:
             raw = doc.toml.raw_value(path)
             ledger.record_key(owner, resource, path, raw, raw)
         return False
     since = len(doc.toml.created_sections)
     prior = _edit(doc, 'set %s' % dotted(path), doc.toml.set_value, path, value)
     if not own_table:
+        _note_hand_edit(ledger, owner, resource, path, prior)
         ledger.record_key(owner, resource, path, prior, doc.toml.raw_value(path))
         record_new_sections(doc, ledger, owner, resource, since)
     return True
+
+
+def _note_hand_edit(ledger, owner, resource, path, prior):
+    """The owner writes its value again over a hand edit made since its last write.
+
+    What it overwrites now is the operator's value, so that is what its undo
+    gives back (the value from before the owner's first write was superseded
+    by the operator).
+    """
+    mine = ledger.select(owner=owner, resource=resource, kind='key', path=path)
+    if mine and ledger.key_stack(path)[-1] is mine[0] and not _matches(prior, mine[0].get('value')):
+        mine[0]['prior'] = prior
+        ledger.dirty = True
 
 
 def release(doc, ledger, owner, resource, warn, path=None):
