@@ -69,6 +69,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     _file_args,
     _stat_owner,
     _target_path,
+    json_safe,
     require_tomlkit,
     run_transaction,
 )
@@ -733,8 +734,8 @@ def main(module):
         result = STATES[params['state']](module, store, path)
     except Done as done:
         if done.failed:
-            module.fail_json(**done.result)
-        module.exit_json(**done.result)
+            module.fail_json(**json_safe(done.result))
+        module.exit_json(**json_safe(done.result))
     except ConfigError as exc:
         module.fail_json(msg=str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None))
     except Exception as exc:  # a clear failure, never a traceback on stdout
@@ -742,4 +743,4 @@ def main(module):
     finally:
         if store is not None:
             store.unlock()
-    module.exit_json(**result)
+    module.exit_json(**json_safe(result))

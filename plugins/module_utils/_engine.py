@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import json
 import os
 import time
 import traceback
@@ -120,6 +121,7 @@ class Context(object):
         self.owner = module.params.get('owner')
         self.edit_in = module.params.get('edit_in') or 'auto'
         self.warnings = []
+        self.written = []  # files renamed into place by this run: a later failure names them
         self.tree_files = None  # [(path, data)] of the tree when the edit runs on a drop-in
         self._bin = False
         self._version = False
@@ -527,7 +529,59 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
         if not result.get('_wrote') or module.params.get('state') != 'absent' \
                 or not _owner_records_left(module, ctx):
             break
-    module.exit_json(**_merge_steps(steps))
+    exit_result(module, ctx, _merge_steps(steps))
+
+
+def json_safe(value):
+    """value with only plain JSON types (exact dict, list, str, int, float, bool, None).
+
+    tomlkit's items subclass str, int, dict...; ansible-core 2.16 - 2.18 deep
+    copy a result and cannot rebuild them (TypeError: __init__() missing 3
+    required positional arguments): after the file was written.
+    """
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.decode('utf-8', 'replace')
+    if isinstance(value, dict):
+        return dict((str(k), json_safe(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, 'isoformat'):
+        return value.isoformat()
+    if isinstance(getattr(value, 'value', None), bool):  # tomlkit's Bool is no bool subclass
+        return value.value
+    return str(value)
+
+
+def exit_result(module, ctx, result):
+    """exit_json, and never a crash after a write: a result that cannot be sent still says what was written."""
+    try:
+        result = json_safe(result)
+        json.dumps(result)
+    except Exception as exc:  # a bug of ours; the files are written and in effect
+        fail_after_writes(module, ctx, 'nodeguard could not report its result (%s: %s)' % (type(exc).__name__, exc),
+                          exception=traceback.format_exc())
+    module.exit_json(**result)
+
+
+def fail_after_writes(module, ctx, msg, **details):
+    """fail_json that names the files this run already renamed into place (with their ledgers)."""
+    written = list(getattr(ctx, 'written', None) or [])
+    if written:
+        msg = ('%s. Already written before this failure, and in effect with their ledgers: %s (run again to '
+               'finish; a second run repeats nothing already done).' % (msg.rstrip('. '), ', '.join(written)))
+        details['written'] = written
+        details['changed'] = True
+    module.fail_json(msg=msg, **json_safe(details))
 
 
 def _owner_records_left(module, ctx):
@@ -679,6 +733,7 @@ def _transaction(module, ctx, edit, ignore_missing_imports, allow_plugin_overrid
                 continue
             commit_temp(tmp, target.path)
             tmp = None
+            ctx.written.append(target.path)
             result['_wrote'] = True
             result['changed'] = module.set_fs_attributes_if_different(_file_args(module, target.path), True) \
                 if target is main else True
@@ -694,16 +749,16 @@ def _transaction(module, ctx, edit, ignore_missing_imports, allow_plugin_overrid
     except ConfigError as exc:
         if tmp:
             remove_quietly(tmp)
-        module.fail_json(msg=str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None))
+        fail_after_writes(module, ctx, str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None))
     except LedgerError as exc:
         if tmp:
             remove_quietly(tmp)
-        module.fail_json(msg=str(exc))
+        fail_after_writes(module, ctx, str(exc))
     except Exception as exc:  # never leave a temp file behind, whatever failed
         if tmp:
             remove_quietly(tmp)
-        module.fail_json(msg='nodeguard failed on %s: %s' % (params.get('path'), exc),
-                         exception=traceback.format_exc())
+        fail_after_writes(module, ctx, 'nodeguard failed on %s: %s' % (params.get('path'), exc),
+                          exception=traceback.format_exc())
     finally:
         for lk in reversed(locks):
             lk.release()

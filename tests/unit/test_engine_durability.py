@@ -208,3 +208,43 @@ def test_crash_between_ledger_and_config_is_rolled_back(node, capsys, monkeypatc
     assert glob.glob(os.path.join(os.path.dirname(node['path']), '.config.toml.*.nodeguard-tmp')) == []
     with open(ledger_file(node)) as f:
         assert json.load(f)['records'] == []
+
+
+# ---------------------------------------------- never a crash after a write (#14)
+def test_a_failure_after_the_rename_reports_what_was_written(node, capsys, monkeypatch):
+    """A failure once the config is renamed into place is not a bare traceback: it names the file written."""
+    from ansible.module_utils.basic import AnsibleModule
+
+    def broken(self, file_args, changed, *a, **kw):
+        raise OSError(5, 'Input/output error (test)')
+    monkeypatch.setattr(AnsibleModule, 'set_fs_attributes_if_different', broken)
+    res = run(node, capsys, value='nydus')
+    monkeypatch.undo()
+    assert res.get('failed') and res['changed'], res
+    assert res['written'] == [node['path']], res
+    assert 'Already written before this failure' in res['msg'] and node['path'] in res['msg'], res['msg']
+    assert 'Input/output error (test)' in res['msg'], res['msg']
+    # what it says was written is there, with its ledger: the next run finishes, its undo gives the bytes back
+    assert LINE % 'nydus' in read(node['path'])
+    assert_containerd_accepts(node['path'])
+    again = run(node, capsys, value='nydus')
+    assert not again.get('failed') and not again['changed'], again
+
+
+def test_a_result_holding_tomlkit_objects_is_sent_as_plain_json(node, capsys, monkeypatch):
+    """tomlkit items in a result (ansible-core 2.16 - 2.18 could not copy them, after the write) go out plain."""
+    import tomlkit
+    from ansible_collections.nodeguard.containerd.plugins.module_utils import _engine
+    doc = tomlkit.parse('a = "x"\nb = 2\nc = 1.5\nd = true\n[t]\ne = [1, "y"]\nf = 1979-05-27T07:32:00Z\n')
+    safe = _engine.json_safe({'doc': doc, 'items': [doc['a'], doc['b'], doc['c'], doc['d']], 't': doc['t']})
+    assert safe['items'] == ['x', 2, 1.5, True]
+    assert [type(v) for v in safe['items']] == [str, int, float, bool]
+    assert type(safe['doc']) is dict and type(safe['t']['e']) is list and type(safe['t']['e'][1]) is str
+    assert safe['t']['f'] == '1979-05-27T07:32:00+00:00'
+    json.dumps(safe)
+    # and through a module: the engine's exit sends what json_safe makes of the edit's result
+    real = _engine._merge_steps
+    monkeypatch.setattr(_engine, '_merge_steps', lambda steps: dict(real(steps), leaked=doc['a']))
+    res = run(node, capsys, value='nydus')
+    monkeypatch.undo()
+    assert res['changed'] and res['leaked'] == 'x' and not res.get('failed'), res
