@@ -11,14 +11,16 @@
    module_utils and result handling meet every node.
 
 Every venv is made here from the pyenv Pythons of this machine kind
-(~/.pyenv/versions/3.X.Y) and cached under build/compat (a second run only
-checks them). A Python or a venv that cannot be had fails the run: nothing is
+(~/.pyenv/versions/3.X.Y) and cached under /var/cache/nodeguard/compat
+(build/compat when /var/cache is not writable; COMPAT_CACHE moves it): a second
+run, from any clone, only checks them. A Python or a venv that cannot be had fails the run: nothing is
 skipped.
 
   COMPAT_MATRIX=lean (default) | wide    wide: every node row, whole module suite
   COMPAT_ONLY=modules|playbooks|refusal|packaging  one part only
   COMPAT_ROWS=rhel9,ubuntu2204           only these node rows
   COMPAT_CONTROLLERS=2.16.19,dev         only these controllers (dev: the .venv's ansible-core)
+  COMPAT_CACHE=/path                     where the venvs are kept
   COMPAT_JOBS=2                          pytest-xdist workers per module run
 """
 
@@ -34,6 +36,11 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, 'build', 'collections'))
 BUILD = os.path.join(REPO, 'build', 'compat')
+# The venvs (node rows, controllers, ansible-builder) depend only on a pyenv
+# Python and pinned packages: keep them beside the node image cache, so a
+# fresh clone does not make them again (COMPAT_CACHE to move it).
+VENVS = os.environ.get('COMPAT_CACHE') or (
+    '/var/cache/nodeguard/compat' if os.access('/var/cache', os.W_OK) else BUILD)
 PYENV = os.path.expanduser(os.environ.get('COMPAT_PYENV', '~/.pyenv/versions'))
 VENV = os.environ.get('VENV') or os.path.join(REPO, '.venv')
 RETRY = os.path.join(REPO, '.ci', 'retry.sh')
@@ -115,7 +122,7 @@ def ensure_venv(folder, base_python, packages, what):
 
 def node_env(row):
     name, minor, tk = row[0], row[1], row[2]
-    return ensure_venv(os.path.join(BUILD, 'node-' + name), pyenv_python(minor), ['tomlkit==' + tk],
+    return ensure_venv(os.path.join(VENVS, 'node-' + name), pyenv_python(minor), ['tomlkit==' + tk],
                        'pip install tomlkit==%s for Python %s (node row %s)' % (tk, minor, name))
 
 
@@ -167,11 +174,18 @@ def parse_check(python, row):
         got = json.loads(proc.stdout)
     except ValueError:
         got = None
+    def imports(data):
+        entries = data.get('imports') or []
+        return [e for e in entries if isinstance(e, str)] if isinstance(entries, list) else []
     bad = [os.path.basename(f) for f in files if got is None or got.get(f) != want[f]]
+    bad += ['%s (readiness helper)' % os.path.basename(f) for f in files
+            if got is None or got.get('readiness:' + f) != want[f]]
+    bad += ['%s (coco_node imports)' % os.path.basename(f) for f in files
+            if got is None or got.get('coco_node:' + f) != imports(want[f])]
     if bad:
         print('parse check on %s: %s differ from tomllib\n%s' % (row[0], ', '.join(bad), proc.stderr[-3000:]))
     return ('parse', row[0], '%s / tomlkit %s' % (row[1], row[2]), not bad, 0.0,
-            '%d files as tomllib reads them' % len(files) if not bad else 'differ: ' + ', '.join(bad))
+            '%d files as tomllib reads them (engine, readiness helper, coco_node)' % len(files) if not bad else 'differ: ' + ', '.join(bad))
 
 
 def module_tests(rows, wide):
@@ -245,11 +259,15 @@ def refusal():
         shutil.rmtree(work, ignore_errors=True)
 
 
+def controller_base():
+    # a pyenv Python, not the checkout's .venv: a cached venv must not point into a clone
+    return pyenv_python('3.11') if glob.glob(os.path.join(PYENV, '3.11.*')) else sys.executable
+
+
 def controller(version):
     if version is None:
         return os.path.join(VENV, 'bin')
-    base = pyenv_python('3.11') if glob.glob(os.path.join(PYENV, '3.11.*')) else sys.executable
-    python = ensure_venv(os.path.join(BUILD, 'ansible-core-' + version), base, ['ansible-core==' + version],
+    python = ensure_venv(os.path.join(VENVS, 'ansible-core-' + version), controller_base(), ['ansible-core==' + version],
                          'pip install ansible-core==%s (controller)' % version)
     return os.path.dirname(python)
 
@@ -334,7 +352,7 @@ def packaging():
         proc = run([galaxy, 'collection', 'install', '--force', '-p', coll, tars[0]], capture_output=True, text=True)
         if proc.returncode:
             problems.append('install: ' + proc.stderr[-300:])
-        builder = os.path.join(os.path.dirname(ensure_venv(os.path.join(BUILD, 'ansible-builder'), sys.executable,
+        builder = os.path.join(os.path.dirname(ensure_venv(os.path.join(VENVS, 'ansible-builder'), controller_base(),
                                                            ['ansible-builder==3.2.0'],
                                                            'pip install ansible-builder==3.2.0')), 'ansible-builder')
         proc = run([builder, 'introspect', '--sanitize', coll], capture_output=True, text=True)
@@ -365,6 +383,7 @@ def main():
     if os.environ.get('COMPAT_ROWS'):  # e.g. COMPAT_ROWS=rhel9,ubuntu2204
         rows = [r for r in NODES if r[0] in os.environ['COMPAT_ROWS'].split(',')]
     os.makedirs(BUILD, exist_ok=True)
+    os.makedirs(VENVS, exist_ok=True)
     t0 = time.time()
     results = []
     if only in ('', 'packaging'):

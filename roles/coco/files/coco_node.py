@@ -137,7 +137,11 @@ def imports_of(text):
     except ImportError:
         try:
             import tomlkit
-            data = tomlkit.parse(text).unwrap()
+            # only the imports list is read: no unwrap() (tomlkit < 0.11 has none),
+            # its items are str subclasses
+            entries = tomlkit.parse(text).get("imports")
+            data = {"imports": [str(e) for e in entries if isinstance(e, str)]
+                    if isinstance(entries, list) else entries}
         except Exception:  # noqa: BLE001 - unparseable: fall back to the regex
             data = None
     except Exception:  # noqa: BLE001
