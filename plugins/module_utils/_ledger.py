@@ -34,6 +34,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic impor
     clean_stale_temps,
     read_bytes,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import raw_values_match
 
 FORMAT = 1
 
@@ -175,7 +176,11 @@ class Ledger(object):
         self.remove(record)
         newer = [r for r in stack if r['seq'] > record['seq']]
         if newer:
-            newer[0]['prior'] = record['prior']
+            # The next writer overwrote our value: it inherits our prior. When
+            # it overwrote something else (a hand edit made after our write),
+            # that is what its undo must give back, so its prior stays.
+            if raw_values_match(newer[0].get('prior'), record.get('value')):
+                newer[0]['prior'] = record['prior']
             return 'handover', None
         return 'restore', record['prior']
 

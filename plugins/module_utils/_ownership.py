@@ -17,7 +17,7 @@ __metaclass__ = type
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
     TomlLayoutError,
     dotted_path,
-    parse_raw_value,
+    raw_values_match,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
 
@@ -151,11 +151,4 @@ def _release_builtin(doc, ledger, rec, summary):
 
 
 def _matches(current_raw, recorded_raw):
-    if current_raw == recorded_raw:
-        return True
-    if current_raw is None or recorded_raw is None:
-        return False
-    try:
-        return same_value(parse_raw_value(current_raw), parse_raw_value(recorded_raw))
-    except Exception:
-        return False
+    return raw_values_match(current_raw, recorded_raw)

@@ -821,6 +821,19 @@ def parse_raw_value(raw):
     return plain(tomlkit.parse('v = ' + raw + '\n')['v'])
 
 
+def raw_values_match(a, b):
+    """Two raw TOML value texts (or None: no such key) hold the same value of the same type."""
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    try:
+        va, vb = parse_raw_value(a), parse_raw_value(b)
+    except Exception:
+        return False
+    return va == vb and type(va) is type(vb)
+
+
 def parse_dotted_key(text):
     """A dotted key as written in TOML ('a."b.c".d') to its parts."""
     parts, _raws, pos = _parse_key(text, 0)

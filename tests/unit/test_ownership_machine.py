@@ -421,3 +421,19 @@ def test_creator_reasserts_a_value_another_owner_set_in_its_table(tmp_path):
     _run(str(path), state, containerd_runtime, name='kata', owner='ops', state='absent')
     data = tomllib.loads(path.read_text())
     assert data['plugins'][CRI[2]]['containerd']['runtimes']['kata']['privileged_without_host_devices'] is True
+
+
+def test_a_hand_edit_between_two_owners_is_what_the_second_gives_back(tmp_path):
+    """gpu sets a key, the operator changes it by hand, coco sets it: when gpu leaves first, coco's undo gives
+    back the operator's value (what coco overwrote), not gpu's prior (found by the long profile)."""
+    path = tmp_path / 'config.toml'
+    path.write_text(fixture_text('v2_kubeadm.toml'))
+    state = str(tmp_path / 'state')
+    _run(str(path), state, containerd_setting, key='images.snapshotter', value='nydus', owner='gpu')
+    path.write_text(path.read_text().replace('snapshotter = "nydus"', 'snapshotter = "stargz"'))
+    hand = path.read_text()
+    _run(str(path), state, containerd_setting, key='images.snapshotter', value='zfs', owner='coco')
+    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='gpu', state='absent')
+    assert 'snapshotter = "zfs"' in path.read_text()
+    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='coco', state='absent')
+    assert path.read_text() == hand
