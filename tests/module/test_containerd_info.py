@@ -1,0 +1,394 @@
+# -*- coding: utf-8 -*-
+"""containerd_info: read-only facts, run as Ansible runs it, checked against
+the real containerd 1.6, 1.7 and 2.1 binaries' own `config dump`.
+
+Every test also proves the module wrote nothing: the bytes of every file
+under the test's folder (config tree, state dir, baseline store) and the
+folder listings are the same before and after, and no lock file appears.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import tomlkit
+
+from conftest import (
+    COLLECTIONS_ROOT,
+    CONTAINERD_1,
+    CONTAINERD_17,
+    CONTAINERD_2,
+    FIXTURES,
+    REPO,
+    assert_containerd_accepts,
+    config_dump,
+    read,
+)
+
+MOD = 'containerd_info'
+NV = os.path.join(FIXTURES, 'nvidia-ctk')
+V2_CRI = 'io.containerd.grpc.v1.cri'
+V3_RT = 'io.containerd.cri.v1.runtime'
+V3_IMAGES = 'io.containerd.cri.v1.images'
+KATA_TYPE = 'io.containerd.kata-qemu.v2'
+
+
+def nvidia_tree(workdir, flavour):
+    """The NVIDIA toolkit >= 1.18 drop-in layout under workdir/etc: (config.toml, conf.d/99-nvidia.toml)."""
+    etc = os.path.join(workdir, 'etc')
+    os.makedirs(os.path.join(etc, 'conf.d'))
+    stem = os.path.join(NV, 'ctk-head-d34b304-installer-%s-systemd-default.after-setup' % flavour)
+    main = os.path.join(etc, 'config.toml')
+    with open(main, 'w') as f:
+        f.write(read(stem + '.config.toml').replace('/etc/containerd/conf.d', os.path.join(etc, 'conf.d')))
+    dropin = os.path.join(etc, 'conf.d', '99-nvidia.toml')
+    shutil.copy(stem + '.conf.d-99-nvidia.toml', dropin)
+    return main, dropin
+
+
+def tree_state(workdir):
+    """Every folder listing and file's bytes under workdir (the module's own ansible-tmp args files aside)."""
+    out = {}
+    for root, dirs, files in os.walk(workdir):
+        dirs[:] = sorted(d for d in dirs if not (root == workdir and d == 'ansible-tmp'))
+        rel = os.path.relpath(root, workdir)
+        out[rel + '/'] = (sorted(dirs), sorted(files))
+        for name in files:
+            full = os.path.join(root, name)
+            st = os.lstat(full)
+            out[os.path.join(rel, name)] = (read(full, 'rb'), st.st_mode, st.st_mtime_ns)
+    return out
+
+
+@pytest.fixture
+def info(run_module, workdir):
+    """containerd_info, in normal and check mode: the same result, and nothing under workdir changed."""
+    def call(expect_fail=False, **args):
+        before = tree_state(workdir)
+        res = run_module(MOD, expect_fail=expect_fail, **args)
+        after = tree_state(workdir)
+        assert after == before, 'containerd_info changed files: %s' % sorted(
+            k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        checked = run_module(MOD, check=True, expect_fail=expect_fail, **args)
+        assert tree_state(workdir) == before
+        assert not res.get('changed') and not checked.get('changed')
+        for r in (res, checked):
+            r.pop('invocation', None)
+        assert checked == res, 'check mode gives another result'
+        return res
+    return call
+
+
+def dump(path, binary):
+    return tomlkit.parse(assert_containerd_accepts(path, binary)).unwrap()
+
+
+def state_ledger(state_dir, config_path):
+    name = os.path.abspath(config_path).strip('/').replace('%', '%25').replace('/', '%2F')
+    return json.loads(read(os.path.join(state_dir, 'ledger', name + '.json')))
+
+
+# ------------------------------------------------------------------ the NVIDIA toolkit's drop-in
+@pytest.mark.parametrize('label', ['1.6', '1.7'])
+def test_1x_runtimes_and_default_come_from_the_dropin_that_replaces_the_cri_table(info, workdir, label):
+    binary = dict([('1.6', CONTAINERD_1), ('1.7', CONTAINERD_17)])[label]
+    assert binary, 'run make deps'
+    main, dropin = nvidia_tree(workdir, 'c16')
+    res = info(path=main, containerd_bin=binary)
+    assert res['containerd']['bin'] == binary and res['containerd']['major_minor'] == label
+    assert res['containerd']['version'].startswith(label + '.') and res['containerd']['known_from'] == 'binary'
+    assert res['config']['exists'] and res['config']['version'] == 2
+    assert len(res['config']['sha256']) == 64
+    assert res['imports']['files'] == [main, dropin]
+    [entry] = res['imports']['entries']
+    assert entry['glob'] and entry['files'] == [dropin] and not entry['missing'] and not entry['duplicate']
+    assert entry['imported_by'] == main and entry['resolved'] == os.path.join(workdir, 'etc', 'conf.d', '*.toml')
+    assert res['cri_plugin_ids'] == [V2_CRI]
+    assert res['cri_plugin_files'][V2_CRI] == dropin
+
+    merged = dump(main, binary)['plugins'][V2_CRI]['containerd']
+    assert res['default_runtime'] == dict(name='nvidia', file=dropin, default=False, exists=True)
+    assert merged['default_runtime_name'] == 'nvidia'
+    assert sorted(res['runtimes']) == sorted(merged['runtimes']) == ['nvidia', 'nvidia-cdi', 'nvidia-legacy', 'runc']
+    for name, rt in res['runtimes'].items():
+        assert rt['file'] == dropin and rt['files'] == [dropin] and not rt['builtin'], name
+        assert rt['BinaryName'] == merged['runtimes'][name]['options']['BinaryName']
+        assert rt['SystemdCgroup'] is merged['runtimes'][name]['options']['SystemdCgroup'] is True
+        assert rt['runtime_type'] == merged['runtimes'][name]['runtime_type'] == 'io.containerd.runc.v2'
+        assert rt['privileged_without_host_devices'] is False and rt['ConfigPath'] is None
+    assert res['runtimes']['nvidia']['BinaryName'] == '/usr/local/nvidia/toolkit/nvidia-container-runtime'
+    assert res['dump_confirmed'] is True and res['dump_disagreements'] == [] and res['dump_error'] is None
+    assert res['problems'] == [] and res['ledgers'] == []
+
+
+def test_2x_runtimes_deep_merge_and_the_later_file_wins(info, workdir):
+    assert CONTAINERD_2, 'run make deps'
+    main, dropin = nvidia_tree(workdir, 'c2')
+    res = info(path=main, containerd_bin=CONTAINERD_2)
+    assert res['containerd']['major_minor'] == '2.1' and res['config']['version'] == 3
+    assert res['cri_plugin_ids'] == [V3_RT, V3_IMAGES, V2_CRI]
+    # deep merge: the drop-in decides the runtime plugin's keys it sets, the images table stays config.toml's
+    assert res['cri_plugin_files'] == {V3_RT: dropin, V3_IMAGES: main, V2_CRI: main}
+    merged = dump(main, CONTAINERD_2)['plugins'][V3_RT]['containerd']
+    assert res['default_runtime'] == dict(name='nvidia', file=dropin, default=False, exists=True)
+    assert merged['default_runtime_name'] == 'nvidia'
+    assert sorted(res['runtimes']) == sorted(merged['runtimes'])
+    # the drop-in's copy of runc sets every key config.toml's does: each merged value is the drop-in's
+    assert res['runtimes']['runc']['files'] == [dropin] and res['runtimes']['runc']['file'] == dropin
+    assert res['runtimes']['nvidia']['files'] == [dropin]
+    for name, rt in res['runtimes'].items():
+        assert rt['BinaryName'] == merged['runtimes'][name]['options']['BinaryName']
+        assert rt['SystemdCgroup'] is True and rt['table']['sandboxer'] == 'podsandbox'
+    assert res['dump_confirmed'] is True and res['dump_disagreements'] == [] and res['problems'] == []
+
+
+def test_2x_builtin_runc_and_a_runtime_defined_only_in_a_dropin(info, workdir):
+    """2.x runs its built-in runc under any config; a kata drop-in only adds its handler."""
+    assert CONTAINERD_2, 'run make deps'
+    etc = os.path.join(workdir, 'etc')
+    os.makedirs(os.path.join(etc, 'conf.d'))
+    main = os.path.join(etc, 'config.toml')
+    with open(main, 'w') as f:
+        f.write('version = 3\nimports = ["conf.d/*.toml"]\n')
+    kata = os.path.join(etc, 'conf.d', 'kata.toml')
+    with open(kata, 'w') as f:
+        f.write('version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.kata-qemu]\n'
+                'runtime_type = "%s"\nruntime_path = "/opt/kata/bin/containerd-shim-kata-v2"\n'
+                'privileged_without_host_devices = true\n'
+                '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.kata-qemu.options]\n'
+                'ConfigPath = "/opt/kata/share/defaults/kata-containers/configuration-qemu.toml"\n' % KATA_TYPE)
+    res = info(path=main, containerd_bin=CONTAINERD_2)
+    merged = dump(main, CONTAINERD_2)['plugins'][V3_RT]['containerd']
+    assert sorted(res['runtimes']) == sorted(merged['runtimes']) == ['kata-qemu', 'runc']
+    assert res['runtimes']['runc']['builtin'] and res['runtimes']['runc']['file'] is None
+    k = res['runtimes']['kata-qemu']
+    assert (k['file'], k['runtime_type'], k['runtime_path'], k['privileged_without_host_devices']) == (
+        kata, KATA_TYPE, '/opt/kata/bin/containerd-shim-kata-v2', True)
+    assert k['ConfigPath'] == merged['runtimes']['kata-qemu']['options']['ConfigPath']
+    assert res['default_runtime'] == dict(name='runc', file=None, default=True, exists=True)
+    assert merged['default_runtime_name'] == 'runc'
+    assert res['dump_confirmed'] is True, res['dump_disagreements']
+
+
+def test_a_key_the_nodes_containerd_drops_is_a_dump_disagreement(info, config):
+    """1.6 does not know a runtime's sandboxer (2.x): the model keeps it, config dump does not."""
+    path = config('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+                  'runtime_type = "io.containerd.runc.v2"\nsandboxer = "podsandbox"\n')
+    assert 'sandboxer' not in dump(path, CONTAINERD_1)['plugins'][V2_CRI]['containerd']['runtimes']['runc']
+    res = info(path=path, containerd_bin=CONTAINERD_1)
+    assert res['runtimes']['runc']['table']['sandboxer'] == 'podsandbox'
+    assert res['dump_confirmed'] is False
+    [d] = res['dump_disagreements']
+    assert d['key'].endswith('runtimes.runc.sandboxer') and d['model'] == 'podsandbox' and d['dump'] is None
+    no_dump = info(path=path, containerd_bin=CONTAINERD_1, dump=False)
+    assert no_dump['dump_confirmed'] is None and no_dump['dump_disagreements'] == []
+    assert 'dump: false' in no_dump['dump_error']
+
+
+# ------------------------------------------------------------------ imports
+def test_missing_and_duplicated_imports_are_reported(info, workdir, config):
+    etc = os.path.join(workdir, 'etc')
+    os.makedirs(os.path.join(etc, 'conf.d'))
+    extra = os.path.join(etc, 'conf.d', '10-extra.toml')
+    with open(extra, 'w') as f:
+        f.write('version = 2\n')
+    gone = os.path.join(etc, 'conf.d', 'nydus-snapshotter.toml')
+    text = read(os.path.join(FIXTURES, 'v2_kubeadm.toml'))
+    path = config('imports = ["%s", "conf.d/10-extra.toml", "%s", "conf.d/none-*.toml"]\n' % (extra, gone) + text)
+    res = info(path=path, containerd_bin=CONTAINERD_1)
+    assert res['imports']['files'] == [path, extra]
+    e = res['imports']['entries']
+    assert [x['entry'] for x in e] == [extra, 'conf.d/10-extra.toml', gone, 'conf.d/none-*.toml']
+    assert [x['duplicate'] for x in e] == [False, True, False, False]
+    assert [x['missing'] for x in e] == [False, False, True, False]
+    assert e[3]['glob'] and e[3]['files'] == [] and e[1]['resolved'] == extra
+    assert res['imports']['duplicates'] == [dict(entry='conf.d/10-extra.toml', resolved=extra, imported_by=path)]
+    assert res['imports']['missing'] == [dict(entry=gone, path=gone, imported_by=path)]
+    assert any(gone in p and 'cannot be read' in p for p in res['imports']['problems'])
+    assert any(gone in p for p in res['problems'])
+    assert e[2]['problems'] and gone in e[2]['problems'][0]
+    # containerd 1.6 itself refuses the tree: the dump fails and says why
+    rc, _out, err = config_dump(path, CONTAINERD_1)
+    assert rc != 0
+    assert res['dump_confirmed'] is False and 'config dump failed' in res['dump_error']
+    assert 'no such file or directory' in res['dump_error']
+    # the runtimes are still reported from the files that load
+    assert res['default_runtime'] == dict(name='runc', file=path, default=False, exists=True)
+    assert res['runtimes']['runc']['SystemdCgroup'] is True
+
+
+# ------------------------------------------------------------------ version 1 and broken files
+def test_version_1_config_is_reported_with_a_problem(info, config):
+    path = config('v1_legacy.toml')
+    res = info(path=path, containerd_bin=CONTAINERD_1)
+    assert res['config']['version'] == 1 and res['config']['exists']
+    assert any('version 1' in p and path in p for p in res['problems']), res['problems']
+    # containerd 1.6 reads plugins.cri as the version 2 CRI table
+    assert res['default_runtime']['name'] == 'runc' and res['runtimes']['runc']['file'] == path
+
+
+@pytest.mark.parametrize('where', ['config', 'dropin'])
+def test_a_file_that_is_not_toml_fails_naming_it_and_the_parse_error(info, workdir, config, where):
+    bad = 'version = 2\n[plugins\nx = 1\n'
+    if where == 'config':
+        path = target = config(bad)
+    else:
+        target = config(bad, filename='broken.toml')
+        path = config('version = 2\nimports = ["broken.toml"]\n')
+    res = info(path=path, containerd_bin=CONTAINERD_1, expect_fail=True)
+    assert target in res['msg'] and 'is not valid TOML' in res['msg'] and 'line' in res['msg'], res['msg']
+    assert res['config']['path'] == path
+
+
+def test_missing_config_reports_containerd_defaults(info, workdir):
+    path = os.path.join(workdir, 'etc', 'config.toml')
+    os.makedirs(os.path.dirname(path))
+    res = info(path=path, containerd_bin=CONTAINERD_1)
+    assert res['config'] == dict(path=path, exists=False, version=None, sha256=None, generated_by=None)
+    assert res['imports']['files'] == [] and res['ledgers'] == []
+    assert res['runtimes']['runc']['builtin'] and res['default_runtime']['name'] == 'runc'
+    assert res['dump_confirmed'] is None and any('does not exist' in p for p in res['problems'])
+
+
+def test_no_binary_uses_containerd_version_and_says_the_dump_did_not_run(info, config, tmp_path):
+    assert shutil.which('unshare') and os.geteuid() == 0, 'needs root and unshare (util-linux)'
+    path = config('v2_kubeadm.toml')
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    # a private mount namespace where /usr/bin (Debian's containerd) is an empty folder
+    hide = [shutil.which('unshare'), '--mount', '--propagation', 'private', '--', '/bin/sh', '-c',
+            '%s --bind "$0" /usr/bin && exec "$@"' % shutil.which('mount'), str(empty)]
+    res = info(path=path, containerd_version='1.7', env={'PATH': str(empty)}, prefix=hide)
+    assert res['containerd'] == dict(bin=None, version='1.7', major_minor='1.7', known_from='containerd_version')
+    assert res['dump_confirmed'] is None and 'no containerd binary' in res['dump_error']
+    assert res['default_runtime'] == dict(name='runc', file=path, default=False, exists=True)
+
+
+# ------------------------------------------------------------------ ledgers
+def test_ledger_records_by_owner_after_real_edits(info, run_module, workdir):
+    """containerd_runtime on the 1.6 NVIDIA layout writes kata into the drop-in; a setting goes to config.toml too."""
+    main, dropin = nvidia_tree(workdir, 'c16')
+    state = run_module.state_dir
+    res = run_module('containerd_runtime', path=main, name='kata-qemu', owner='coco', runtime_type=KATA_TYPE,
+                     inherit='none', containerd_bin=CONTAINERD_1)
+    assert res['changed'] and res['file'] == dropin
+    res = run_module('containerd_imports', path=main, imports=[os.path.join(workdir, 'etc', 'conf.d', '*.toml')],
+                     owner='gpu', containerd_bin=CONTAINERD_1)
+    got = info(path=main, containerd_bin=CONTAINERD_1)
+    by_file = dict((x['file'], x) for x in got['ledgers'])
+    assert dropin in by_file
+    d = by_file[dropin]
+    assert d['ledger_path'] == os.path.join(state, 'ledger', dropin.strip('/').replace('/', '%2F') + '.json')
+    assert d['owners'] == ['coco'] and d['in_sync'] is True and d['note'] is None and d['error'] is None
+    stored = state_ledger(state, dropin)
+    assert d['config_sha256'] == stored['config_sha256']
+    [rec] = d['records_by_owner']['coco']
+    want = [r for r in stored['records'] if r['owner'] == 'coco']
+    assert [dict((k, v) for k, v in rec.items() if k != 'key')] == want
+    assert rec['kind'] == 'table' and rec['key'] == 'plugins."%s".containerd.runtimes.kata-qemu' % V2_CRI
+    assert 'kata-qemu' in got['runtimes'] and got['runtimes']['kata-qemu']['file'] == dropin
+    if main in by_file:  # the imports entry was already there: a record only when the module took it over
+        assert set(by_file[main]['owners']) <= set(['gpu'])
+    # a foreign edit after the write: the ledger no longer describes the file, and says so
+    with open(dropin, 'a') as f:
+        f.write('\n# edited by hand\n')
+    again = info(path=main, containerd_bin=CONTAINERD_1)
+    assert dict((x['file'], x) for x in again['ledgers'])[dropin]['in_sync'] is False
+
+
+def test_ledger_of_config_toml_lists_each_owner(info, run_module, config):
+    path = config('v2_kubeadm.toml')
+    run_module('containerd_runtime', path=path, name='nvidia', owner='gpu_toolkit',
+               options={'BinaryName': '/usr/bin/nvidia-container-runtime'}, containerd_bin=CONTAINERD_1)
+    run_module('containerd_setting', path=path, key='images.disable_snapshot_annotations', value=False,
+               owner='coco', containerd_bin=CONTAINERD_1)
+    res = info(path=path, containerd_bin=CONTAINERD_1)
+    [led] = res['ledgers']
+    assert led['file'] == path and led['owners'] == ['coco', 'gpu_toolkit']
+    stored = state_ledger(run_module.state_dir, path)['records']
+    for owner in ('coco', 'gpu_toolkit'):
+        assert [dict((k, v) for k, v in r.items() if k != 'key') for r in led['records_by_owner'][owner]] == \
+            [r for r in stored if r['owner'] == owner]
+    [key_rec] = led['records_by_owner']['coco']
+    assert key_rec['kind'] == 'key' and key_rec['key'].endswith('containerd.disable_snapshot_annotations')
+    assert res['runtimes']['nvidia']['BinaryName'] == '/usr/bin/nvidia-container-runtime'
+    assert res['runtimes']['nvidia']['SystemdCgroup'] is True  # inherited from runc
+
+
+# ------------------------------------------------------------------ drift
+def test_drift_against_a_baseline_after_a_hand_edit(info, run_module, workdir, config):
+    path = config('v2_kubeadm.toml')
+    store = os.path.join(workdir, 'baselines')
+    snap = run_module('containerd_baseline', path=path, state='snapshot', store=store, load_test=False,
+                      containerd_bin=CONTAINERD_1)
+    assert snap['changed']
+    clean = info(path=path, containerd_bin=CONTAINERD_1, baseline='default', baseline_store=store)
+    assert clean['drift']['drifted'] is False and clean['drift']['effective_drift'] == []
+    assert clean['drift']['snapshot'] == snap['snapshot']
+    # by hand: runc loses SystemdCgroup, and a new default runtime that has no table
+    text = read(path).replace('SystemdCgroup = true', 'SystemdCgroup = false')
+    text = text.replace('default_runtime_name = "runc"', 'default_runtime_name = "crun"')
+    with open(path, 'w') as f:
+        f.write(text)
+    res = info(path=path, containerd_bin=CONTAINERD_1, baseline='default', baseline_store=store)
+    drift = res['drift']
+    assert drift['drifted'] is True and drift['error'] is None
+    eff = dict((e['key'], e) for e in drift['effective_drift'])
+    assert eff['cri.default_runtime_name']['before'] == 'runc' and eff['cri.default_runtime_name']['after'] == 'crun'
+    assert eff['cri.default_runtime_name']['file'] == path
+    assert eff['cri.runtimes.runc']['change'] == 'changed'
+    changed = dict((c['key'], c) for c in drift['tree']['changed'])
+    assert changed['plugins."%s".containerd.runtimes.runc.options.SystemdCgroup' % V2_CRI]['after'] is False
+    assert drift['tree']['files']['changed'] == [path]
+    assert set(e['key'] for e in drift['protected_drift']) == set(['cri.default_runtime_name', 'cri.runtimes.runc'])
+    # the node facts agree: crun is the default and has no table
+    assert res['default_runtime'] == dict(name='crun', file=path, default=False, exists=False)
+    assert any('crun' in p for p in res['problems'])
+    # a baseline that does not exist is an error, not an empty drift
+    res = info(path=path, containerd_bin=CONTAINERD_1, baseline='nope', baseline_store=store, expect_fail=True)
+    assert 'no baseline' in res['msg']
+
+
+# ------------------------------------------------------------------ the action group
+def test_group_module_defaults_reach_containerd_info(workdir, config):
+    """module_defaults for group/nodeguard.containerd.containerd (lock_timeout, validate, backup too) do not break it."""
+    path = config('v2_kubeadm.toml')
+    play = os.path.join(workdir, 'play.yml')
+    with open(play, 'w') as f:
+        f.write('''
+- name: Group defaults
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  module_defaults:
+    group/nodeguard.containerd.containerd:
+      path: {path}
+      containerd_bin: {ctd}
+      state_dir: {state}
+      lock_timeout: 10
+      validate: auto
+      backup: false
+  tasks:
+    - name: Facts
+      nodeguard.containerd.containerd_info:
+      register: ctd
+    - name: Check
+      ansible.builtin.assert:
+        that:
+          - ctd.default_runtime.name == 'runc'
+          - ctd.runtimes.runc.SystemdCgroup
+          - ctd.config.path == '{path}'
+          - not ctd.changed
+'''.format(path=path, ctd=CONTAINERD_1, state=os.path.join(workdir, 'state')))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
+               ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
+                           '-e', 'ansible_python_interpreter=' + sys.executable, play],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert re.search(r'localhost\s*:\s*ok=2\s+changed=0', proc.stdout), proc.stdout[-2000:]
+    assert not os.path.exists(os.path.join(workdir, 'state'))
