@@ -283,7 +283,7 @@ def run_dump(ctx, path):
         return None, 'the config dump could not be read (%s)' % exc
 
 
-def dump_disagreements(view, records, runtimes, default, imports):
+def dump_disagreements(records, runtimes, default):
     """Where the merged view and the node's config dump differ (runtimes, default runtime, loaded files)."""
     out = []
     rt_rec = records['cri.runtimes']
@@ -305,9 +305,10 @@ def dump_disagreements(view, records, runtimes, default, imports):
             if value == {} and (have is None or isinstance(have, dict)):
                 continue  # an empty table: the dump may leave it out
             if not same_tree(value, have):
-                out.append(dict(key='%s.%s' % (key, dotted_path(leaf)), model=value, dump=have,
-                                why='containerd config dump runs %r, nodeguard\'s merged view says %r'
-                                % (have, value)))
+                why = ('containerd config dump does not show it: the key is unknown to this containerd and dropped'
+                       if have is None else 'containerd config dump runs %r, nodeguard\'s merged view says %r'
+                       % (have, value))
+                out.append(dict(key='%s.%s' % (key, dotted_path(leaf)), model=value, dump=have, why=why))
     d_rec = records['cri.default_runtime_name']
     if 'dumped' in d_rec and d_rec.get('dumped') != default['name']:
         out.append(dict(key=d_rec['path'], model=default['name'], dump=d_rec.get('dumped'),
@@ -423,7 +424,7 @@ def gather(module):
     facts.update(runtimes=runtimes, default_runtime=default, cri_plugin_ids=ids, cri_plugin_files=owners,
                  ledgers=ledgers, dump_confirmed=None, dump_disagreements=[], dump_error=dump_error)
     if dump is not None:
-        disagree = dump_disagreements(view, records, runtimes, default, imports)
+        disagree = dump_disagreements(records, runtimes, default)
         facts.update(dump_confirmed=not disagree, dump_disagreements=disagree)
     elif dump_ran:
         facts['dump_confirmed'] = False  # config dump failed: containerd does not load this tree

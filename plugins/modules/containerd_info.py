@@ -115,6 +115,9 @@ notes:
     C(config dump) says otherwise, the dump is what containerd runs; RV(dump_disagreements) lists each case.
   - C(config dump) is not a load test; M(nodeguard.containerd.containerd_preflight) starts containerd on the
     config.
+  - With O(baseline) and O(protect) keys the baseline did not record at snapshot time, their values then are
+    computed from the baseline's stored files, copied into a temporary folder that is removed at the end (as
+    M(nodeguard.containerd.containerd_baseline) does).
 seealso:
   - module: nodeguard.containerd.containerd_runtime
   - module: nodeguard.containerd.containerd_baseline

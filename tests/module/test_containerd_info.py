@@ -189,6 +189,20 @@ def test_a_key_the_nodes_containerd_drops_is_a_dump_disagreement(info, config):
     assert 'dump: false' in no_dump['dump_error']
 
 
+def test_2x_drops_the_runtime_keys_containerd_2_removed(info, config):
+    """A version 2 kubeadm config on 2.1: runtime_engine and runtime_root are gone from containerd 2.0."""
+    assert CONTAINERD_2, 'run make deps'
+    path = config('v2_kubeadm.toml')
+    res = info(path=path, containerd_bin=CONTAINERD_2)
+    assert res['cri_plugin_ids'][0] == V3_RT and res['runtimes']['runc']['SystemdCgroup'] is True
+    runc = dump(path, CONTAINERD_2)['plugins'][V3_RT]['containerd']['runtimes']['runc']
+    assert 'runtime_engine' not in runc and runc['options']['SystemdCgroup'] is True
+    assert res['dump_confirmed'] is False
+    keys = sorted(d['key'].rsplit('.', 1)[-1] for d in res['dump_disagreements'])
+    assert keys == ['runtime_engine', 'runtime_root'], res['dump_disagreements']
+    assert all('unknown to this containerd' in d['why'] for d in res['dump_disagreements'])
+
+
 # ------------------------------------------------------------------ imports
 def test_missing_and_duplicated_imports_are_reported(info, workdir, config):
     etc = os.path.join(workdir, 'etc')
@@ -317,6 +331,30 @@ def test_ledger_of_config_toml_lists_each_owner(info, run_module, config):
     assert key_rec['kind'] == 'key' and key_rec['key'].endswith('containerd.disable_snapshot_annotations')
     assert res['runtimes']['nvidia']['BinaryName'] == '/usr/bin/nvidia-container-runtime'
     assert res['runtimes']['nvidia']['SystemdCgroup'] is True  # inherited from runc
+
+
+def test_ledger_mid_write_gives_the_records_of_the_bytes_read(info, run_module, config):
+    """A ledger saved for a config write that never happened (a crash, or another task right before its rename):
+    the records returned are those of the file as it is; the ledger file is not touched (the fixture checks)."""
+    path = config('v2_kubeadm.toml')
+    run_module('containerd_runtime', path=path, name='nvidia', owner='gpu_toolkit',
+               options={'BinaryName': '/usr/bin/nvidia-container-runtime'}, containerd_bin=CONTAINERD_1)
+    state = run_module.state_dir
+    name = os.path.abspath(path).strip('/').replace('/', '%2F')
+    lpath = os.path.join(state, 'ledger', name + '.json')
+    led = json.loads(read(lpath))
+    before = dict(config_sha256=led['config_sha256'], records=led['records'])
+    led['previous'] = before
+    led['config_sha256'] = '0' * 64
+    led['records'] = led['records'] + [dict(owner='coco', resource='runtime:kata', kind='table', seq=9,
+                                            path=['plugins', V2_CRI, 'containerd', 'runtimes', 'kata'])]
+    with open(lpath, 'w') as f:
+        json.dump(led, f)
+    res = info(path=path, containerd_bin=CONTAINERD_1)
+    [got] = res['ledgers']
+    assert got['in_sync'] is False and got['note'] and 'rolled the ledger back' in got['note']
+    assert got['owners'] == ['gpu_toolkit'] and 'coco' not in got['records_by_owner']
+    assert json.loads(read(lpath))['config_sha256'] == '0' * 64
 
 
 # ------------------------------------------------------------------ drift
