@@ -52,6 +52,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._effective im
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import (
     Ledger,
     LedgerError,
+    file_identity,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
@@ -329,7 +330,7 @@ def _read_config(module, ctx, path, main_version=None):
         if refused:
             raise ConfigError(refused + ' Nothing was written.', key='path')
     ledger = Ledger.load(params['state_dir'], path)
-    note = ledger.recover(sha256_bytes(original or b''))
+    note = ledger.recover(sha256_bytes(original or b''), file_identity(path))
     if note:
         ctx.warn(note)
     return EditedFile(path, original, text, bom, doc, ledger, created)

@@ -39,6 +39,18 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text im
 FORMAT = 1
 
 
+def file_identity(path):
+    """[inode, ctime in ns] of path, or None: what tells the file a crashed run left from a rewrite.
+
+    Any write to the file, or a new file in its place, changes one of them.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_ino, getattr(st, 'st_ctime_ns', int(st.st_ctime * 1e9))]
+
+
 def ledger_path_for(state_dir, config_path):
     """One ledger file per config file, named after its absolute path."""
     name = os.path.abspath(config_path).strip('/').replace('%', '%25').replace('/', '%2F')
@@ -83,19 +95,24 @@ class Ledger(object):
     def _state(self):
         return {'config_sha256': self.config_sha256, 'records': copy.deepcopy(self.records)}
 
-    def recover(self, current_sha):
+    def recover(self, current_sha, current_identity=None):
         """Make the ledger agree with the config file as it is now.
 
         Returns a note when it had to roll back (a crash between the ledger
-        write and the config rename), else None.
+        write and the config rename), else None. A crash leaves the very file
+        the run read (same inode and ctime); a file with the old bytes that
+        was written since (an operator undoing the last change by hand) is
+        not a crash, and its records stay.
         """
         # Whatever happens below, the records then describe the file as it is
         # now, so that is the state the next save() must offer for rollback
         # (a fresh ledger had no hash; after a rollback the loaded state is
         # the one that never reached the file).
         note = None
+        before = (self.previous or {}).get('config_identity')
+        untouched = before is None or current_identity is None or list(before) == list(current_identity)
         if self.previous is not None and self.config_sha256 != current_sha \
-                and self.previous.get('config_sha256') == current_sha:
+                and self.previous.get('config_sha256') == current_sha and untouched:
             self.records = self.previous.get('records', [])
             self.config_sha256 = current_sha
             self.dirty = True
@@ -103,7 +120,8 @@ class Ledger(object):
         # Otherwise someone else may have rewritten the file since: our records
         # still say what we own; the file is compared key by key when they are used.
         self.previous = None
-        self._saved_state = {'config_sha256': current_sha, 'records': copy.deepcopy(self.records)}
+        self._saved_state = {'config_sha256': current_sha, 'config_identity': current_identity,
+                             'records': copy.deepcopy(self.records)}
         return note
 
     # ---------------------------------------------------------------- queries

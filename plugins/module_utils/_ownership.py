@@ -71,6 +71,19 @@ def set_owned(doc, ledger, owner, resource, path, value, own_table=False):
     return True
 
 
+def _superseded(ledger, path, current_raw):
+    """A hand edit was made over the newest owner's value: it supersedes every older owner's write too.
+
+    Their undo must not bring back their own priors over the operator's value
+    (not even when an older owner's value happens to equal it), so each is
+    left to give back what is there now.
+    """
+    for rec in ledger.key_stack(path):
+        if rec.get('prior') != current_raw or rec.get('value') != current_raw:
+            rec['prior'] = rec['value'] = current_raw
+            ledger.dirty = True
+
+
 def _note_hand_edit(ledger, owner, resource, path, prior):
     """The owner writes its value again over a hand edit made since its last write.
 
@@ -103,6 +116,7 @@ def release(doc, ledger, owner, resource, warn, path=None):
             warn('%s: %s was set to %s by %s but is now %s: someone else changed it since, so it is left as '
                  'it is' % (doc.path, dotted(path), rec.get('value'), owner, current_raw))
             summary['kept_keys'].append(dotted(path))
+            _superseded(ledger, path, current_raw)
             continue
         _edit(doc, 'restore %s' % dotted(path), doc.toml.restore_raw, path, prior)
         summary['restored_keys'].append(dotted(path))

@@ -64,8 +64,17 @@ MINIMUM = '0.7.0'
 # (runtime_layouts), imports, baselines and settings (the runtime module is
 # driven by playbook.yml on every controller); wide runs the whole folder. test_containerd_preflight starts modules with the
 # test's own Python, so it says nothing about the node interpreter.
+# Of the baseline tests, the lean rows take the ones that go through every state (snapshot, check, repair,
+# restore) on v2 and v3 and through the import walk; the rest of that file mostly times containerd's own load
+# test, which is the same on every node Python (wide runs it all).
+_BASELINE = 'tests/module/test_containerd_baseline.py::'
 LEAN_TESTS = ['tests/module/test_runtime_layouts.py', 'tests/module/test_containerd_imports.py',
-              'tests/module/test_containerd_baseline.py', 'tests/module/test_containerd_setting.py']
+              'tests/module/test_containerd_setting.py',
+              _BASELINE + 'test_toolkit_revert_check_repair_restore_v2',
+              _BASELINE + 'test_toolkit_revert_v3_deep_merge',
+              _BASELINE + 'test_restore_from_broken_imports_array_and_missing_dropin',
+              _BASELINE + 'test_glob_import_snapshot_restores_deleted_dropin_v3',
+              _BASELINE + 'test_snapshot_refuses_invalid_toml']
 WIDE_TESTS = ['tests/module', '--deselect', 'tests/module/test_containerd_preflight.py',
               '--ignore', 'tests/module/test_containerd_preflight.py']
 
@@ -174,6 +183,7 @@ def parse_check(python, row):
         got = json.loads(proc.stdout)
     except ValueError:
         got = None
+
     def imports(data):
         entries = data.get('imports') or []
         return [e for e in entries if isinstance(e, str)] if isinstance(entries, list) else []

@@ -37,7 +37,6 @@ import subprocess
 import tempfile
 import tomllib
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -436,4 +435,19 @@ def test_a_hand_edit_between_two_owners_is_what_the_second_gives_back(tmp_path):
     _run(str(path), state, containerd_setting, key='images.snapshotter', owner='gpu', state='absent')
     assert 'snapshotter = "zfs"' in path.read_text()
     _run(str(path), state, containerd_setting, key='images.snapshotter', owner='coco', state='absent')
+    assert path.read_text() == hand
+
+
+def test_a_hand_edit_over_the_newest_owner_outlives_the_older_ones(tmp_path):
+    """gpu sets native, coco sets nydus, the operator sets native by hand: when coco leaves the operator's value
+    stays, and gpu's undo (whose own value is native too) must not bring back gpu's prior over it."""
+    path = tmp_path / 'config.toml'
+    path.write_text(fixture_text('v2_kubeadm.toml'))
+    state = str(tmp_path / 'state')
+    _run(str(path), state, containerd_setting, key='images.snapshotter', value='native', owner='gpu')
+    _run(str(path), state, containerd_setting, key='images.snapshotter', value='nydus', owner='coco')
+    path.write_text(path.read_text().replace('snapshotter = "nydus"', 'snapshotter = "native"'))
+    hand = path.read_text()
+    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='coco', state='absent')
+    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='gpu', state='absent')
     assert path.read_text() == hand
