@@ -60,13 +60,18 @@ def jobs():
     os.makedirs(os.path.join(pdd, "env"))
     bindir = os.path.dirname(shutil.which("ansible-playbook") or sys.executable)
     collections = os.path.join(pdd, "collections")
+    # molecule's ANSIBLE_COLLECTIONS_PATH holds the checkout's link: with it, ansible-galaxy would find the
+    # collection "already installed" and put nothing into the job's folder
+    clean = dict((k, v) for k, v in os.environ.items() if not k.startswith("ANSIBLE_"))
     build = subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "build", "--output-path", pdd, project],
-                           capture_output=True, text=True, check=False)
+                           capture_output=True, text=True, check=False, env=clean)
     assert build.returncode == 0, build.stderr
     (tarball,) = glob.glob(os.path.join(pdd, "nodeguard-containerd-*.tar.gz"))
-    install = subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "install", "-p", collections, tarball],
-                             capture_output=True, text=True, check=False)
+    install = subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "install", "--force", "-p",
+                              collections, tarball], capture_output=True, text=True, check=False, env=clean)
     assert install.returncode == 0, install.stderr
+    assert os.path.isfile(os.path.join(collections, "ansible_collections", "nodeguard", "containerd", "MANIFEST.json")), \
+        install.stdout + install.stderr
     before = {}
     for node in NODES:
         box = testinfra.get_host("podman://" + node)
