@@ -151,11 +151,14 @@ test:
 	done; \
 	$(CURDIR)/.ci/stage-summary; exit $$rc
 
+# pytest-xdist workers for the unit and module suites (their tests share no
+# file, socket or daemon: each works under its own temp folder).
+PYTEST_JOBS ?= 2
 test-unit: collection
-	@$(STAGE) test-unit .ci/pytest-dir required tests/unit
+	@$(STAGE) test-unit .ci/pytest-dir required tests/unit -n $(PYTEST_JOBS)
 
 test-module: collection
-	@$(STAGE) test-module .ci/pytest-dir required tests/module
+	@$(STAGE) test-module .ci/pytest-dir required tests/module -n $(PYTEST_JOBS)
 
 test-roles: collection
 	@$(STAGE) test-roles .ci/pytest-dir required tests/roles
