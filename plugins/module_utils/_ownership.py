@@ -57,8 +57,11 @@ def set_owned(doc, ledger, owner, resource, path, value, own_table=False):
         # when they leave, and hands their prior on when this owner leaves.
         # Also in a table this owner created: another owner's record there
         # would otherwise take the value away when that owner leaves.
+        # An owner whose own record lies under another owner's moves on top:
+        # it is now the newest to want this value.
         held = ledger.select(owner=owner, resource=resource, kind='key', path=path)
-        if ledger.key_stack(path) and not held:
+        stack = ledger.key_stack(path)
+        if stack and (not held or stack[-1] is not held[0]):
             raw = doc.toml.raw_value(path)
             ledger.record_key(owner, resource, path, raw, raw)
         return False

@@ -153,7 +153,7 @@ def _ops(path):
     installs = [
         (rt, dict(common, name='nvidia', owner='gpu', default=True, options={'BinaryName': NV})),
         (rt, dict(common, name='runc', owner='gpu', options={'BinaryName': NV})),
-        (st, dict(common, key='cri.enable_cdi', value=True, owner='gpu')),
+        (st, dict(common, key='plugins."io.containerd.grpc.v1.cri".enable_unprivileged_ports', raw=True, value=True, owner='gpu')),
         (rt, dict(common, **kata)),
         (rt, dict(common, name='runc', owner='gpu', options={'BinaryName': NV2})),
         (st, dict(common, key='images.disable_snapshot_annotations', value=False, owner='coco')),
@@ -161,7 +161,7 @@ def _ops(path):
     removals = [
         (rt, dict(common, name='kata-qemu', owner='coco', state='absent')),
         (rt, dict(common, name='runc', owner='gpu', state='absent')),
-        (st, dict(common, key='cri.enable_cdi', owner='gpu', state='absent')),
+        (st, dict(common, key='plugins."io.containerd.grpc.v1.cri".enable_unprivileged_ports', raw=True, owner='gpu', state='absent')),
         (rt, dict(common, name='nvidia', owner='gpu', state='absent')),
         (st, dict(common, key='images.disable_snapshot_annotations', owner='coco', state='absent')),
     ]

@@ -403,8 +403,8 @@ def test_no_final_newline(env):
         def check(edited, data):
             assert runtimes_of(data)['nvidia']['options']['BinaryName'] == NV
         _round_trip(env, text, ADD, check)
-        _round_trip(env, text, ('containerd_setting', dict(key='cri.enable_cdi', value=True)),
-                    lambda e, d: d['plugins'][V2]['enable_cdi'] is True or pytest.fail('no edit'))
+        _round_trip(env, text, ('containerd_setting', dict(key='plugins."io.containerd.grpc.v1.cri".enable_unprivileged_ports', raw=True, value=True)),
+                    lambda e, d: d['plugins'][V2]['enable_unprivileged_ports'] is True or pytest.fail('no edit'))
 
 
 def test_tabs_for_indentation(env):
@@ -430,8 +430,8 @@ def test_dotted_key_layouts(env):
         _round_trip(env, text, rt('runc', options={'BinaryName': NV}), check)
         _round_trip(env, text, ADD_BARE, lambda e, d: runtimes_of(d)['nvidia']['options'] == {'BinaryName': NV}
                     or pytest.fail('no edit'))
-        _round_trip(env, text, ('containerd_setting', dict(key='cri.enable_cdi', value=True)),
-                    lambda e, d: d['plugins'][V2]['enable_cdi'] is True or pytest.fail('no edit'))
+        _round_trip(env, text, ('containerd_setting', dict(key='plugins."io.containerd.grpc.v1.cri".enable_unprivileged_ports', raw=True, value=True)),
+                    lambda e, d: d['plugins'][V2]['enable_unprivileged_ports'] is True or pytest.fail('no edit'))
 
 
 def test_dotted_runc_is_inherited_from(env):
@@ -486,13 +486,14 @@ INJECT = 'a"\n[plugins.evil]\nb = "c\'\'\'"""]\\ \x1b\t\u2028'
 
 
 def test_injection_through_values_stays_a_value(env):
-    settings = {'pod_annotations': ['x"]', "y'''", 'z\n[evil]'], 'snapshotter': INJECT,
+    # runtime_root: a string key containerd 1.6 knows (its per-runtime snapshotter came in 1.7: not in effect)
+    settings = {'pod_annotations': ['x"]', "y'''", 'z\n[evil]'], 'runtime_root': INJECT,
                 'privileged_without_host_devices': True}
 
     def check(edited, data):
         nv = runtimes_of(data)['nvidia']
         assert nv['options'] == {'BinaryName': INJECT, 'ConfigPath': ']\n[x]'}
-        assert nv['pod_annotations'] == settings['pod_annotations'] and nv['snapshotter'] == INJECT
+        assert nv['pod_annotations'] == settings['pod_annotations'] and nv['runtime_root'] == INJECT
         assert nv['runtime_path'] == '/opt/x"\n[y]'
         assert set(data) == {'version', 'root', 'state', 'grpc', 'plugins', 'metrics'}
         assert set(data['plugins']) == {V2}

@@ -451,3 +451,19 @@ def test_a_hand_edit_over_the_newest_owner_outlives_the_older_ones(tmp_path):
     _run(str(path), state, containerd_setting, key='images.snapshotter', owner='coco', state='absent')
     _run(str(path), state, containerd_setting, key='images.snapshotter', owner='gpu', state='absent')
     assert path.read_text() == hand
+
+
+def test_an_owner_reasserting_its_value_under_another_moves_on_top(tmp_path):
+    """coco sets zfs, ops sets native, coco now wants native too (already so): when ops leaves, native stays
+    (coco is the newest to want it); when coco leaves, the original comes back (long profile)."""
+    path = tmp_path / 'config.toml'
+    original = fixture_text('v2_kubeadm.toml')
+    path.write_text(original)
+    state = str(tmp_path / 'state')
+    _run(str(path), state, containerd_setting, key='images.snapshotter', value='zfs', owner='coco')
+    _run(str(path), state, containerd_setting, key='images.snapshotter', value='native', owner='ops')
+    _run(str(path), state, containerd_setting, key='images.snapshotter', value='native', owner='coco')
+    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='ops', state='absent')
+    assert 'snapshotter = "native"' in path.read_text()
+    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='coco', state='absent')
+    assert path.read_text() == original
