@@ -183,6 +183,19 @@ def read(path, mode='r'):
         return f.read()
 
 
+def nvidia_tree(workdir, flavour):
+    """The NVIDIA toolkit >= 1.18 drop-in layout under workdir/etc: (config.toml, conf.d/99-nvidia.toml)."""
+    etc = os.path.join(workdir, 'etc')
+    os.makedirs(os.path.join(etc, 'conf.d'))
+    stem = os.path.join(FIXTURES, 'nvidia-ctk', 'ctk-head-d34b304-installer-%s-systemd-default.after-setup' % flavour)
+    main = os.path.join(etc, 'config.toml')
+    with open(main, 'w') as f:
+        f.write(read(stem + '.config.toml').replace('/etc/containerd/conf.d', os.path.join(etc, 'conf.d')))
+    dropin = os.path.join(etc, 'conf.d', '99-nvidia.toml')
+    shutil.copy(stem + '.conf.d-99-nvidia.toml', dropin)
+    return main, dropin
+
+
 class Daemon(object):
     """A real containerd on a private socket, root and state under a temp dir."""
 

@@ -54,7 +54,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger impor
     LedgerError,
     file_identity,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlLayoutError, dotted_path, plain
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     check_tree,
     containerd_version,
@@ -538,29 +538,22 @@ def json_safe(value):
 
     tomlkit's items subclass str, int, dict...; ansible-core 2.16 - 2.18 deep
     copy a result and cannot rebuild them (TypeError: __init__() missing 3
-    required positional arguments): after the file was written.
+    required positional arguments): after the file was written. Scalars go
+    through the one tomlkit unwrap (_toml_text.plain); this never raises.
     """
-    if value is None or type(value) in (str, int, float, bool):
-        return value
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.decode('utf-8', 'replace')
     if isinstance(value, dict):
         return dict((str(k), json_safe(v)) for k, v in value.items())
     if isinstance(value, (list, tuple, set, frozenset)):
         return [json_safe(v) for v in value]
-    if hasattr(value, 'isoformat'):
-        return value.isoformat()
-    if isinstance(getattr(value, 'value', None), bool):  # tomlkit's Bool is no bool subclass
-        return value.value
-    return str(value)
+    if isinstance(value, bytes):
+        return value.decode('utf-8', 'replace')
+    if value is None:
+        return None
+    try:
+        value = plain(value)
+    except TomlLayoutError:
+        return str(value)
+    return value.isoformat() if hasattr(value, 'isoformat') else value
 
 
 def exit_result(module, ctx, result):

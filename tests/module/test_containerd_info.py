@@ -26,28 +26,17 @@ from conftest import (
     REPO,
     assert_containerd_accepts,
     config_dump,
+    nvidia_tree,
     read,
 )
 
 MOD = 'containerd_info'
-NV = os.path.join(FIXTURES, 'nvidia-ctk')
 V2_CRI = 'io.containerd.grpc.v1.cri'
 V3_RT = 'io.containerd.cri.v1.runtime'
 V3_IMAGES = 'io.containerd.cri.v1.images'
 KATA_TYPE = 'io.containerd.kata-qemu.v2'
 
 
-def nvidia_tree(workdir, flavour):
-    """The NVIDIA toolkit >= 1.18 drop-in layout under workdir/etc: (config.toml, conf.d/99-nvidia.toml)."""
-    etc = os.path.join(workdir, 'etc')
-    os.makedirs(os.path.join(etc, 'conf.d'))
-    stem = os.path.join(NV, 'ctk-head-d34b304-installer-%s-systemd-default.after-setup' % flavour)
-    main = os.path.join(etc, 'config.toml')
-    with open(main, 'w') as f:
-        f.write(read(stem + '.config.toml').replace('/etc/containerd/conf.d', os.path.join(etc, 'conf.d')))
-    dropin = os.path.join(etc, 'conf.d', '99-nvidia.toml')
-    shutil.copy(stem + '.conf.d-99-nvidia.toml', dropin)
-    return main, dropin
 
 
 def tree_state(workdir):

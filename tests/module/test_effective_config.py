@@ -14,9 +14,8 @@ import shutil
 import pytest
 import tomlkit
 
-from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, assert_containerd_accepts, read
+from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, assert_containerd_accepts, nvidia_tree, read
 
-NV = os.path.join(FIXTURES, 'nvidia-ctk')
 V2_CRI = 'io.containerd.grpc.v1.cri'
 V3_RT = 'io.containerd.cri.v1.runtime'
 V3_IMAGES = 'io.containerd.cri.v1.images'
@@ -28,17 +27,6 @@ def binaries_1x():
     return [('1.6', CONTAINERD_1), ('1.7', CONTAINERD_17)]
 
 
-def nvidia_tree(workdir, flavour):
-    """The toolkit's drop-in layout under workdir/etc: (config.toml, conf.d/99-nvidia.toml)."""
-    etc = os.path.join(workdir, 'etc')
-    os.makedirs(os.path.join(etc, 'conf.d'))
-    stem = os.path.join(NV, 'ctk-head-d34b304-installer-%s-systemd-default.after-setup' % flavour)
-    main = os.path.join(etc, 'config.toml')
-    with open(main, 'w') as f:
-        f.write(read(stem + '.config.toml').replace('/etc/containerd/conf.d', os.path.join(etc, 'conf.d')))
-    dropin = os.path.join(etc, 'conf.d', '99-nvidia.toml')
-    shutil.copy(stem + '.conf.d-99-nvidia.toml', dropin)
-    return main, dropin
 
 
 def dump(path, binary):

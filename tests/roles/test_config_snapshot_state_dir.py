@@ -84,21 +84,26 @@ PLAY = '''
 '''
 
 
-def test_restore_puts_back_the_ledger_of_the_custom_state_dir(workdir, config):
-    path = config('v2_kubeadm.toml')
-    original = read(path)
-    state = os.path.join(workdir, 'custom-state')
+def run_play(workdir, template, path, state):
+    """ansible-playbook (local connection) on the play template; the play's result file, parsed."""
     out = os.path.join(workdir, 'out.json')
     play = os.path.join(workdir, 'play.yml')
     with open(play, 'w') as f:
-        f.write(PLAY.format(path=path, state=state, store=os.path.join(workdir, 'baselines'), out=out))
+        f.write(template.format(path=path, state=state, store=os.path.join(workdir, 'baselines'), out=out))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
                ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
                            '-e', 'ansible_python_interpreter=' + sys.executable, play],
                           capture_output=True, text=True, env=env, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    res = json.loads(read(out))
+    return proc, json.loads(read(out))
+
+
+def test_restore_puts_back_the_ledger_of_the_custom_state_dir(workdir, config):
+    path = config('v2_kubeadm.toml')
+    original = read(path)
+    state = os.path.join(workdir, 'custom-state')
+    proc, res = run_play(workdir, PLAY, path, state)
     assert res['restore']['changed']
     owners = sorted(set(r['owner'] for r in res['ledger']['records']))
     assert owners == ['gpu'], 'the restored ledger is not the one of the snapshot: %s' % owners
@@ -159,18 +164,8 @@ def test_restore_restarts_through_the_contract_with_its_state_dir(workdir, confi
     path = config('v2_kubeadm.toml')
     original = read(path)
     state = os.path.join(workdir, 'play-state')
-    out = os.path.join(workdir, 'out.json')
-    play = os.path.join(workdir, 'play.yml')
-    with open(play, 'w') as f:
-        f.write(RESTORE_WITH_RESTART.format(path=path, state=state, store=os.path.join(workdir, 'baselines'), out=out))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
-               ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
-                           '-e', 'ansible_python_interpreter=' + sys.executable, play],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    proc, res = run_play(workdir, RESTORE_WITH_RESTART, path, state)
     assert 'Recursive loop' not in proc.stdout + proc.stderr
-    res = json.loads(read(out))
     assert res['restore']['changed']
     assert read(path) == original
     assert res['state_dir'] == state
