@@ -61,9 +61,14 @@ def set_owned(doc, ledger, owner, resource, path, value, own_table=False):
         # it is now the newest to want this value.
         held = ledger.select(owner=owner, resource=resource, kind='key', path=path)
         stack = ledger.key_stack(path)
+        raw = doc.toml.raw_value(path)
         if stack and (not held or stack[-1] is not held[0]):
-            raw = doc.toml.raw_value(path)
             ledger.record_key(owner, resource, path, raw, raw)
+        elif held and not _matches(raw, held[0].get('value')):
+            # the operator put this owner's wanted value there by hand over
+            # its own: the owner now only holds it, and its undo leaves it
+            held[0]['prior'] = held[0]['value'] = raw
+            ledger.dirty = True
         return False
     since = len(doc.toml.created_sections)
     prior = _edit(doc, 'set %s' % dotted(path), doc.toml.set_value, path, value)

@@ -467,3 +467,21 @@ def test_an_owner_reasserting_its_value_under_another_moves_on_top(tmp_path):
     assert 'snapshotter = "native"' in path.read_text()
     _run(str(path), state, containerd_setting, key='images.snapshotter', owner='coco', state='absent')
     assert path.read_text() == original
+
+
+def test_an_owner_asking_for_the_value_the_operator_put_there_only_holds_it(tmp_path):
+    """gpu sets false, the operator sets true by hand, gpu now wants true (already so), the operator sets false:
+    gpu's undo must leave the operator's false (long profile)."""
+    path = tmp_path / 'config.toml'
+    original = fixture_text('v2_kubeadm.toml')
+    path.write_text(original)
+    state = str(tmp_path / 'state')
+    key = 'images.disable_snapshot_annotations'
+    line = 'disable_snapshot_annotations = %s'
+    _run(str(path), state, containerd_setting, key=key, value=False, owner='gpu')
+    path.write_text(path.read_text().replace(line % 'false', line % 'true'))
+    _run(str(path), state, containerd_setting, key=key, value=True, owner='gpu')
+    path.write_text(path.read_text().replace(line % 'true', line % 'false'))
+    hand = path.read_text()
+    _run(str(path), state, containerd_setting, key=key, owner='gpu', state='absent')
+    assert path.read_text() == hand
