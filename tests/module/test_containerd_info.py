@@ -37,8 +37,6 @@ V3_IMAGES = 'io.containerd.cri.v1.images'
 KATA_TYPE = 'io.containerd.kata-qemu.v2'
 
 
-
-
 def tree_state(workdir):
     """Every folder listing and file's bytes under workdir (the module's own ansible-tmp args files aside)."""
     out = {}

@@ -27,8 +27,6 @@ def binaries_1x():
     return [('1.6', CONTAINERD_1), ('1.7', CONTAINERD_17)]
 
 
-
-
 def dump(path, binary):
     return tomlkit.parse(assert_containerd_accepts(path, binary)).unwrap()
 
