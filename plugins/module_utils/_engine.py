@@ -16,7 +16,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import json
 import os
 import time
 import traceback
@@ -560,7 +559,6 @@ def exit_result(module, ctx, result):
     """exit_json, and never a crash after a write: a result that cannot be sent still says what was written."""
     try:
         result = json_safe(result)
-        json.dumps(result)
     except Exception as exc:  # a bug of ours; the files are written and in effect
         fail_after_writes(module, ctx, 'nodeguard could not report its result (%s: %s)' % (type(exc).__name__, exc),
                           exception=traceback.format_exc())
@@ -569,7 +567,7 @@ def exit_result(module, ctx, result):
 
 def fail_after_writes(module, ctx, msg, **details):
     """fail_json that names the files this run already renamed into place (with their ledgers)."""
-    written = list(getattr(ctx, 'written', None) or [])
+    written = list(ctx.written)
     if written:
         msg = ('%s. Already written before this failure, and in effect with their ledgers: %s (run again to '
                'finish; a second run repeats nothing already done).' % (msg.rstrip('. '), ', '.join(written)))

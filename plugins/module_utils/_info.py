@@ -46,14 +46,14 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger, LedgerError, ledger_path_for
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path, get_in, render_key
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
-    DAEMON_CWD,
     check_tree,
     expand_import,
     file_version,
+    import_pattern,
     is_glob,
     refuse_generated,
     refuse_unreadable_version,
-    resolve_import,
+    version_word,
 )
 
 BUILTIN_RUNC = {'runtime_type': 'io.containerd.runc.v2'}
@@ -103,13 +103,11 @@ def containerd_facts(ctx):
     ver = ctx.containerd_version  # the engine's one lookup (runs --version once)
     version = known = None
     if binary and ver:
-        _rc, out, _err = ctx.run_command([binary, '--version'])  # recorded: not run again
+        rc, out, _err = ctx.run_command([binary, '--version'])  # recorded: not run again
+        word = version_word(out) if rc == 0 else None
         want = '%d.%d' % tuple(ver)
-        for word in (out or '').split()[1:]:
-            word = word.lstrip('v')
-            if word.startswith(want) and not word[len(want):len(want) + 1].isdigit():
-                version, known = word, 'binary'
-                break
+        if word and word.startswith(want) and not word[len(want):len(want) + 1].isdigit():
+            version, known = word, 'binary'
     if version is None and ver:
         # no binary (or no version in its output): the containerd_version option stands in
         version, known = ctx.module.params.get('containerd_version') or '%d.%d' % tuple(ver), 'containerd_version'
@@ -170,13 +168,6 @@ def read_main(path, ver):
 
 
 # ------------------------------------------------------------------ imports
-def _resolved(entry, importing_file, ver):
-    """What an entry names, as the node's containerd resolves it (1.6: a relative glob against its cwd)."""
-    if is_glob(entry) and not os.path.isabs(entry) and ver is not None and tuple(ver) < (1, 7):
-        return os.path.normpath(os.path.join(DAEMON_CWD, entry))
-    return resolve_import(entry, importing_file)
-
-
 def imports_facts(view, ver):
     """The import tree of the merged view: every entry of every loaded file, with what it loads."""
     loaded = [p for p, _d in view.files]
@@ -195,7 +186,7 @@ def imports_facts(view, ver):
             key = entry_key(entry, path)
             glob = is_glob(entry)
             files = [f for f in expand_import(entry, path, ver) if glob or os.path.exists(f)]
-            item = dict(entry=entry, imported_by=path, resolved=_resolved(entry, path, ver), glob=glob,
+            item = dict(entry=entry, imported_by=path, resolved=import_pattern(entry, path, ver), glob=glob,
                         files=files, missing=entry_missing(entry, path), duplicate=key in seen,
                         problems=problems_of.get((path, entry), []))
             seen.add(key)

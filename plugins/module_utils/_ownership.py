@@ -18,15 +18,12 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text im
     TomlLayoutError,
     dotted_path,
     raw_values_match,
+    same_value,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
 
 
 dotted = dotted_path
-
-
-def same_value(a, b):
-    return a == b and type(a) is type(b)
 
 
 def _edit(doc, what, func, *args):
@@ -64,11 +61,10 @@ def set_owned(doc, ledger, owner, resource, path, value, own_table=False):
         raw = doc.toml.raw_value(path)
         if stack and (not held or stack[-1] is not held[0]):
             ledger.record_key(owner, resource, path, raw, raw)
-        elif held and not _matches(raw, held[0].get('value')):
+        elif held and _note_hand_edit(ledger, owner, resource, path, raw):
             # the operator put this owner's wanted value there by hand over
             # its own: the owner now only holds it, and its undo leaves it
-            held[0]['prior'] = held[0]['value'] = raw
-            ledger.dirty = True
+            held[0]['value'] = raw
         return False
     since = len(doc.toml.created_sections)
     prior = _edit(doc, 'set %s' % dotted(path), doc.toml.set_value, path, value)
@@ -97,12 +93,14 @@ def _note_hand_edit(ledger, owner, resource, path, prior):
 
     What it overwrites now is the operator's value, so that is what its undo
     gives back (the value from before the owner's first write was superseded
-    by the operator).
+    by the operator). True when there was such a hand edit.
     """
     mine = ledger.select(owner=owner, resource=resource, kind='key', path=path)
-    if mine and ledger.key_stack(path)[-1] is mine[0] and not _matches(prior, mine[0].get('value')):
+    if mine and ledger.key_stack(path)[-1] is mine[0] and not raw_values_match(prior, mine[0].get('value')):
         mine[0]['prior'] = prior
         ledger.dirty = True
+        return True
+    return False
 
 
 def release(doc, ledger, owner, resource, warn, path=None):
@@ -120,7 +118,7 @@ def release(doc, ledger, owner, resource, warn, path=None):
         if action == 'handover':
             summary['kept_keys'].append(dotted(path))
             continue
-        if not _matches(current_raw, rec.get('value')):
+        if not raw_values_match(current_raw, rec.get('value')):
             warn('%s: %s was set to %s by %s but is now %s: someone else changed it since, so it is left as '
                  'it is' % (doc.path, dotted(path), rec.get('value'), owner, current_raw))
             summary['kept_keys'].append(dotted(path))
@@ -170,7 +168,3 @@ def _release_builtin(doc, ledger, rec, summary):
     if tables:
         heir = max(tables, key=lambda r: r['seq'])
         ledger.add({'owner': heir['owner'], 'resource': heir['resource'], 'kind': 'builtin', 'path': path})
-
-
-def _matches(current_raw, recorded_raw):
-    return raw_values_match(current_raw, recorded_raw)

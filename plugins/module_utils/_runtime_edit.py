@@ -21,9 +21,9 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership im
     dotted,
     record_new_sections,
     release,
-    same_value,
     set_owned,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import same_value
 
 DEFAULT_RUNTIME_TYPE = 'io.containerd.runc.v2'
 # RuntimeClass handlers are DNS labels; containerd also allows dots and

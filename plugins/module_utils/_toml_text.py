@@ -821,6 +821,11 @@ def parse_raw_value(raw):
     return plain(tomlkit.parse('v = ' + raw + '\n')['v'])
 
 
+def same_value(a, b):
+    """Equal and of the same type (1 is not 1.0 is not true to containerd)."""
+    return a == b and type(a) is type(b)
+
+
 def raw_values_match(a, b):
     """Two raw TOML value texts (or None: no such key) hold the same value of the same type."""
     if a == b:
@@ -828,10 +833,9 @@ def raw_values_match(a, b):
     if a is None or b is None:
         return False
     try:
-        va, vb = parse_raw_value(a), parse_raw_value(b)
+        return same_value(parse_raw_value(a), parse_raw_value(b))
     except Exception:
         return False
-    return va == vb and type(va) is type(vb)
 
 
 def parse_dotted_key(text):

@@ -52,27 +52,44 @@ def resolve_import(entry, importing_file):
 DAEMON_CWD = '/'
 
 
+def import_pattern(entry, importing_file, containerd_ver=None):
+    """The path or glob an entry names, as the node's containerd resolves it.
+
+    1.6 expands a relative glob against its working folder (DAEMON_CWD); 1.7
+    and 2.x, and every plain file, against the importing file's folder.
+    """
+    if is_glob(entry) and not os.path.isabs(entry) and containerd_ver is not None and tuple(containerd_ver) < (1, 7):
+        return os.path.normpath(os.path.join(DAEMON_CWD, entry))
+    return resolve_import(entry, importing_file)
+
+
 def expand_import(entry, importing_file, containerd_ver=None):
     """The files an entry loads, in containerd's order (globs sorted)."""
-    if is_glob(entry) and not os.path.isabs(entry) and containerd_ver is not None and tuple(containerd_ver) < (1, 7):
-        return sorted(glob.glob(os.path.normpath(os.path.join(DAEMON_CWD, entry))))
-    full = resolve_import(entry, importing_file)
+    full = import_pattern(entry, importing_file, containerd_ver)
     if is_glob(entry):
         return sorted(glob.glob(full))
     return [full]
 
 
+def version_word(out):
+    """The version in ``containerd --version`` output, without its v (``1.6.20~ds1``, ``2.1.9``), or None.
+
+    "containerd github.com/containerd/containerd 1.6.20~ds1 ..." or "... v2.1.9 ...".
+    """
+    for word in (out or '').split()[1:]:
+        if _VERSION_RE.match(word):
+            return word.lstrip('v')
+    return None
+
+
 def containerd_version(run_command, binary):
     """(major, minor) of the node's containerd, or None if unknown."""
     rc, out, _err = run_command([binary, '--version'])
-    if rc != 0:
+    word = version_word(out) if rc == 0 else None
+    if word is None:
         return None
-    # "containerd github.com/containerd/containerd 1.6.20~ds1 ..." or "... v2.1.9 ..."
-    for word in out.split()[1:]:
-        m = _VERSION_RE.match(word)
-        if m:
-            return int(m.group(1)), int(m.group(2))
-    return None
+    m = _VERSION_RE.match(word)
+    return int(m.group(1)), int(m.group(2))
 
 
 def replaces_plugin_tables(containerd_ver, config_version):

@@ -12,9 +12,9 @@
 
 Every venv is made here from the pyenv Pythons of this machine kind
 (~/.pyenv/versions/3.X.Y) and cached under /var/cache/nodeguard/compat
-(build/compat when /var/cache is not writable; COMPAT_CACHE moves it): a second
-run, from any clone, only checks them. A Python or a venv that cannot be had fails the run: nothing is
-skipped.
+(build/compat when /var/cache is not writable; COMPAT_CACHE moves it): a
+second run, from any clone, only checks them. A Python or a venv that cannot
+be had fails the run: nothing is skipped.
 
   COMPAT_MATRIX=lean (default) | wide    wide: every node row, whole module suite
   COMPAT_ONLY=modules|playbooks|refusal|packaging  one part only

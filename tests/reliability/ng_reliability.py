@@ -140,7 +140,7 @@ def ledger_problems(config_path, state_dir):
     from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import sha256_bytes
     from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigDocument
     from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import _matches
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import raw_values_match
 
     with open(config_path, 'rb') as f:
         raw = f.read()
@@ -154,7 +154,7 @@ def ledger_problems(config_path, state_dir):
             if not isinstance(doc.toml.get(path), dict):
                 problems.append('%s record for %s, which the file does not have' % (rec['kind'], '.'.join(path)))
         elif rec['kind'] == 'key':
-            if ledger.key_stack(path)[-1] is rec and not _matches(doc.toml.raw_value(path), rec.get('value')):
+            if ledger.key_stack(path)[-1] is rec and not raw_values_match(doc.toml.raw_value(path), rec.get('value')):
                 problems.append('key record says %s = %s (by %s), the file has %s'
                                 % ('.'.join(path), rec.get('value'), rec['owner'], doc.toml.raw_value(path)))
     return problems

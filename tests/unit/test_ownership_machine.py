@@ -37,6 +37,7 @@ import subprocess
 import tempfile
 import tomllib
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -385,103 +386,106 @@ OwnershipMachine.TestCase.settings = settings(
 test_ownership_machine = OwnershipMachine.TestCase
 
 
-# ------------------------------------------------------- bugs it steers around
-def _run(path, state_dir, module, **args):
-    params = dict(path=path, state_dir=state_dir, validate='none', containerd_bin=CONTAINERD_1)
-    params.update(args)
-    result = call_module(module, params)
-    if result.get('failed'):
-        raise Refused(result['msg'])   # not an AssertionError: a refusal is not a broken invariant
-    return result
+# ------------------------------------------ the bugs it found, one test each
+class _File(object):
+    """config.toml (v2_kubeadm.toml, judged by containerd 1.6) and a state folder for the tests below."""
+
+    def __init__(self, tmp_path):
+        self.path = tmp_path / 'config.toml'
+        self.original = fixture_text('v2_kubeadm.toml')
+        self.path.write_text(self.original)
+        self.state = str(tmp_path / 'state')
+
+    def run(self, module, **args):
+        params = dict(path=str(self.path), state_dir=self.state, validate='none', containerd_bin=CONTAINERD_1)
+        params.update(args)
+        result = call_module(module, params)
+        if result.get('failed'):
+            raise Refused(result['msg'])   # not an AssertionError: a refusal is not a broken invariant
+        return result
+
+    def snapshotter(self, owner, value=None):
+        """owner sets the CRI snapshotter to value, or leaves it (value None)."""
+        args = dict(value=value) if value is not None else dict(state='absent')
+        return self.run(containerd_setting, key='images.snapshotter', owner=owner, **args)
+
+    def text(self):
+        return self.path.read_text()
+
+    def by_hand(self, old, new):
+        """The operator's edit; returns the file as it left it."""
+        self.path.write_text(self.text().replace(old, new))
+        return self.text()
 
 
-def test_reapply_after_a_hand_edit_keeps_the_operators_value(tmp_path):
-    path = tmp_path / 'config.toml'
-    path.write_text(fixture_text('v2_kubeadm.toml'))
-    state = str(tmp_path / 'state')
-    _run(str(path), state, containerd_setting, key='images.snapshotter', value='nydus', owner='gpu')
-    path.write_text(path.read_text().replace('snapshotter = "nydus"', 'snapshotter = "native"'))
-    hand = path.read_text()
-    _run(str(path), state, containerd_setting, key='images.snapshotter', value='nydus', owner='gpu')  # a re-run
-    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='gpu', state='absent')
+@pytest.fixture
+def cfg(tmp_path):
+    return _File(tmp_path)
+
+
+def test_reapply_after_a_hand_edit_keeps_the_operators_value(cfg):
+    cfg.snapshotter('gpu', 'nydus')
+    hand = cfg.by_hand('snapshotter = "nydus"', 'snapshotter = "native"')
+    cfg.snapshotter('gpu', 'nydus')  # a re-run
+    cfg.snapshotter('gpu')
     # the operator's edit is what gpu overwrote on its re-run, so that is what its undo gives back
-    assert path.read_text() == hand
+    assert cfg.text() == hand
 
 
-def test_creator_reasserts_a_value_another_owner_set_in_its_table(tmp_path):
-    path = tmp_path / 'config.toml'
-    path.write_text(fixture_text('v2_kubeadm.toml'))
-    state = str(tmp_path / 'state')
-    _run(str(path), state, containerd_runtime, name='kata', owner='coco', inherit='none',
-         runtime_type='io.containerd.kata.v2', settings={'privileged_without_host_devices': False})
-    _run(str(path), state, containerd_runtime, name='kata', owner='ops', settings={'privileged_without_host_devices': True})
+def test_creator_reasserts_a_value_another_owner_set_in_its_table(cfg):
+    cfg.run(containerd_runtime, name='kata', owner='coco', inherit='none',
+            runtime_type='io.containerd.kata.v2', settings={'privileged_without_host_devices': False})
+    cfg.run(containerd_runtime, name='kata', owner='ops', settings={'privileged_without_host_devices': True})
     # coco now wants True as well (its role changed); the file already says so
-    _run(str(path), state, containerd_runtime, name='kata', owner='coco', settings={'privileged_without_host_devices': True})
-    _run(str(path), state, containerd_runtime, name='kata', owner='ops', state='absent')
-    data = tomllib.loads(path.read_text())
+    cfg.run(containerd_runtime, name='kata', owner='coco', settings={'privileged_without_host_devices': True})
+    cfg.run(containerd_runtime, name='kata', owner='ops', state='absent')
+    data = tomllib.loads(cfg.text())
     assert data['plugins'][CRI[2]]['containerd']['runtimes']['kata']['privileged_without_host_devices'] is True
 
 
-def test_a_hand_edit_between_two_owners_is_what_the_second_gives_back(tmp_path):
+def test_a_hand_edit_between_two_owners_is_what_the_second_gives_back(cfg):
     """gpu sets a key, the operator changes it by hand, coco sets it: when gpu leaves first, coco's undo gives
     back the operator's value (what coco overwrote), not gpu's prior (found by the long profile)."""
-    path = tmp_path / 'config.toml'
-    path.write_text(fixture_text('v2_kubeadm.toml'))
-    state = str(tmp_path / 'state')
-    _run(str(path), state, containerd_setting, key='images.snapshotter', value='nydus', owner='gpu')
-    path.write_text(path.read_text().replace('snapshotter = "nydus"', 'snapshotter = "stargz"'))
-    hand = path.read_text()
-    _run(str(path), state, containerd_setting, key='images.snapshotter', value='zfs', owner='coco')
-    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='gpu', state='absent')
-    assert 'snapshotter = "zfs"' in path.read_text()
-    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='coco', state='absent')
-    assert path.read_text() == hand
+    cfg.snapshotter('gpu', 'nydus')
+    hand = cfg.by_hand('snapshotter = "nydus"', 'snapshotter = "stargz"')
+    cfg.snapshotter('coco', 'zfs')
+    cfg.snapshotter('gpu')
+    assert 'snapshotter = "zfs"' in cfg.text()
+    cfg.snapshotter('coco')
+    assert cfg.text() == hand
 
 
-def test_a_hand_edit_over_the_newest_owner_outlives_the_older_ones(tmp_path):
+def test_a_hand_edit_over_the_newest_owner_outlives_the_older_ones(cfg):
     """gpu sets native, coco sets nydus, the operator sets native by hand: when coco leaves the operator's value
     stays, and gpu's undo (whose own value is native too) must not bring back gpu's prior over it."""
-    path = tmp_path / 'config.toml'
-    path.write_text(fixture_text('v2_kubeadm.toml'))
-    state = str(tmp_path / 'state')
-    _run(str(path), state, containerd_setting, key='images.snapshotter', value='native', owner='gpu')
-    _run(str(path), state, containerd_setting, key='images.snapshotter', value='nydus', owner='coco')
-    path.write_text(path.read_text().replace('snapshotter = "nydus"', 'snapshotter = "native"'))
-    hand = path.read_text()
-    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='coco', state='absent')
-    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='gpu', state='absent')
-    assert path.read_text() == hand
+    cfg.snapshotter('gpu', 'native')
+    cfg.snapshotter('coco', 'nydus')
+    hand = cfg.by_hand('snapshotter = "nydus"', 'snapshotter = "native"')
+    cfg.snapshotter('coco')
+    cfg.snapshotter('gpu')
+    assert cfg.text() == hand
 
 
-def test_an_owner_reasserting_its_value_under_another_moves_on_top(tmp_path):
+def test_an_owner_reasserting_its_value_under_another_moves_on_top(cfg):
     """coco sets zfs, ops sets native, coco now wants native too (already so): when ops leaves, native stays
     (coco is the newest to want it); when coco leaves, the original comes back (long profile)."""
-    path = tmp_path / 'config.toml'
-    original = fixture_text('v2_kubeadm.toml')
-    path.write_text(original)
-    state = str(tmp_path / 'state')
-    _run(str(path), state, containerd_setting, key='images.snapshotter', value='zfs', owner='coco')
-    _run(str(path), state, containerd_setting, key='images.snapshotter', value='native', owner='ops')
-    _run(str(path), state, containerd_setting, key='images.snapshotter', value='native', owner='coco')
-    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='ops', state='absent')
-    assert 'snapshotter = "native"' in path.read_text()
-    _run(str(path), state, containerd_setting, key='images.snapshotter', owner='coco', state='absent')
-    assert path.read_text() == original
+    cfg.snapshotter('coco', 'zfs')
+    cfg.snapshotter('ops', 'native')
+    cfg.snapshotter('coco', 'native')
+    cfg.snapshotter('ops')
+    assert 'snapshotter = "native"' in cfg.text()
+    cfg.snapshotter('coco')
+    assert cfg.text() == cfg.original
 
 
-def test_an_owner_asking_for_the_value_the_operator_put_there_only_holds_it(tmp_path):
+def test_an_owner_asking_for_the_value_the_operator_put_there_only_holds_it(cfg):
     """gpu sets false, the operator sets true by hand, gpu now wants true (already so), the operator sets false:
     gpu's undo must leave the operator's false (long profile)."""
-    path = tmp_path / 'config.toml'
-    original = fixture_text('v2_kubeadm.toml')
-    path.write_text(original)
-    state = str(tmp_path / 'state')
     key = 'images.disable_snapshot_annotations'
     line = 'disable_snapshot_annotations = %s'
-    _run(str(path), state, containerd_setting, key=key, value=False, owner='gpu')
-    path.write_text(path.read_text().replace(line % 'false', line % 'true'))
-    _run(str(path), state, containerd_setting, key=key, value=True, owner='gpu')
-    path.write_text(path.read_text().replace(line % 'true', line % 'false'))
-    hand = path.read_text()
-    _run(str(path), state, containerd_setting, key=key, owner='gpu', state='absent')
-    assert path.read_text() == hand
+    cfg.run(containerd_setting, key=key, value=False, owner='gpu')
+    cfg.by_hand(line % 'false', line % 'true')
+    cfg.run(containerd_setting, key=key, value=True, owner='gpu')
+    hand = cfg.by_hand(line % 'true', line % 'false')
+    cfg.run(containerd_setting, key=key, owner='gpu', state='absent')
+    assert cfg.text() == hand
