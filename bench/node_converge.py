@@ -26,17 +26,15 @@ Prints "PENDING: <why>" and exits 0 when podman, the image, site.yml or the
 roles are not there yet.
 """
 
-import json
 import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-from _common import REPO, collections_path
+from _node import Node, prerequisites, sh
 
 IMAGE = os.environ.get('NG_BENCH_IMAGE', 'localhost/ng-node:bookworm')
 NAME = 'ng-bench-converge-%d' % os.getpid()
@@ -58,89 +56,8 @@ done >> /run/ng-cri-poll.log
 '''
 
 
-def pending(why):
-    print('bench c/d (restarts, CRI downtime): PENDING: %s' % why)
-    sys.exit(0)
-
-
-def sh(cmd, **kw):
-    kw.setdefault('capture_output', True)
-    kw.setdefault('text', True)
-    return subprocess.run(cmd, **kw, check=False)
-
-
-def node(*cmd, **kw):
-    return sh(['podman', 'exec', NAME] + list(cmd), **kw)
-
-
-def ansible_playbook():
-    for cand in (os.path.join(REPO, '.venv', 'bin', 'ansible-playbook'),
-                 os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), shutil.which('ansible-playbook')):
-        if cand and os.access(cand, os.X_OK):
-            return cand
-    pending('ansible-playbook not found (make deps)')
-
-
-def prerequisites():
-    if not shutil.which('podman'):
-        pending('podman is not installed (make deps)')
-    if sh(['podman', 'image', 'exists', IMAGE]).returncode:
-        pending('image %s does not exist (make images)' % IMAGE)
-    for rel in ('playbooks/site.yml', 'roles/gpu_toolkit', 'roles/coco', 'molecule/coco/prepare.yml',
-                'molecule/shared/prepare.yml'):
-        if not os.path.exists(os.path.join(REPO, rel)):
-            pending('%s does not exist yet' % rel)
-
-
-def start_node():
-    sh(['podman', 'rm', '-f', NAME])
-    proc = sh(['podman', 'run', '-d', '--name', NAME, '--hostname', NAME, '--privileged', '--systemd=always',
-               '--ulimit', 'nofile=16384:16384', '--ulimit', 'nproc=16384:16384', '--network', 'none',
-               '--tmpfs', '/var/lib/containerd:rw,size=1g', IMAGE, '/sbin/init'])
-    if proc.returncode:
-        sys.exit('podman run failed: %s' % proc.stderr)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        state = node('systemctl', 'is-system-running').stdout.strip()
-        if state in ('running', 'degraded'):
-            return
-        time.sleep(1)
-    sys.exit('the node did not boot (systemctl is-system-running: %s)' % state)
-
-
-def playbook(pb_bin, inventory, env, path, log, extra=()):
-    start = time.monotonic()
-    proc = sh([pb_bin, '-i', inventory, os.path.join(REPO, path)] + list(extra), env=env, timeout=3600)
-    with open(log, 'a') as f:
-        f.write(proc.stdout + proc.stderr)
-    if proc.returncode:
-        sys.exit('%s failed (log: %s):\n%s' % (path, log, proc.stdout[-4000:]))
-    recap = re.findall(r'ok=(\d+)\s+changed=(\d+)', proc.stdout)
-    return time.monotonic() - start, [int(c) for _o, c in recap]
-
-
-def node_time():
-    return float(node('date', '+%s.%N').stdout.strip())
-
-
-def journal(since):
-    """(epoch, message) of the containerd unit's journal since `since`."""
-    out = node('journalctl', '-u', 'containerd', '-o', 'json', '--no-pager', '--since', '@%.6f' % since).stdout
-    lines = []
-    for line in out.splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        msg = rec.get('MESSAGE')
-        if isinstance(msg, list):   # journald's JSON gives non-UTF-8 messages as byte arrays
-            msg = bytes(msg).decode('utf-8', 'replace')
-        lines.append((int(rec['__REALTIME_TIMESTAMP']) / 1e6, msg if isinstance(msg, str) else ''))
-    return lines
-
-
-def polls():
-    out = node('cat', '/run/ng-cri-poll.log').stdout
+def polls(node):
+    out = node.run('cat', '/run/ng-cri-poll.log').stdout
     rows = []
     for line in out.splitlines():
         parts = line.split()
@@ -175,54 +92,35 @@ def fmt(downs):
 
 
 def main():
-    prerequisites()
-    pb_bin = ansible_playbook()
-    work = tempfile.mkdtemp(prefix='ng-bench-node-')
-    log = os.path.join(work, 'ansible.log')
-    inventory = os.path.join(work, 'inventory.json')
-    with open(inventory, 'w') as f:
-        # nsenter into the node (as molecule/coco does): ~2 ms per command instead of ~250 ms of podman exec
-        pid = "{{ (lookup('ansible.builtin.pipe', 'podman container inspect ' ~ inventory_hostname) | from_json)[0].State.Pid }}"
-        json.dump({'all': {'hosts': {NAME: {'ansible_connection': 'community.docker.nsenter',
-                                            'ansible_nsenter_pid': pid,
-                                            'ansible_python_interpreter': '/usr/bin/python3'}},
-                           'vars': {'coco_payload_archive': os.path.join(work, 'kata-payload.tar.gz'),
-                                    'coco_test_pristine': '/var/lib/nodeguard-test/config.toml.pristine',
-                                    'node_readiness_pass_config_path': False,
-                                    'node_readiness_probe_image_required': True,
-                                    'gpu_toolkit_runtime_binary': '/usr/local/bin/nvidia-container-runtime'}}}, f)
-    env = dict(os.environ, MOLECULE_PROJECT_DIRECTORY=REPO, MOLECULE_EPHEMERAL_DIRECTORY=work,
-               ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
-               ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR='1',
-               ANSIBLE_FORCE_COLOR='0')
+    prerequisites('bench c/d (restarts, CRI downtime)', IMAGE)
+    node = Node(NAME, IMAGE, tempfile.mkdtemp(prefix='ng-bench-node-'))
     try:
-        start_node()
-        playbook(pb_bin, inventory, env, 'molecule/coco/prepare.yml', log)
-        with open(os.path.join(work, 'poll.sh'), 'w') as f:
+        node.prepare()
+        with open(os.path.join(node.work, 'poll.sh'), 'w') as f:
             f.write(POLLER)
-        sh(['podman', 'cp', os.path.join(work, 'poll.sh'), NAME + ':/run/ng-cri-poll.sh'])
-        node('sh', '-c', 'nohup sh /run/ng-cri-poll.sh >/dev/null 2>&1 &')
+        sh(['podman', 'cp', os.path.join(node.work, 'poll.sh'), NAME + ':/run/ng-cri-poll.sh'])
+        node.run('sh', '-c', 'nohup sh /run/ng-cri-poll.sh >/dev/null 2>&1 &')
         time.sleep(2)
         # (label, extra vars, restarts wanted): install, re-run, then ROUNDS-1 x (uninstall, install)
         steps = [('converge', [], 1), ('re-run', [], 0)]
         for _round in range(ROUNDS - 1):
             steps += [('uninstall', ['-e', 'gpu_toolkit_state=absent', '-e', 'coco_state=absent'], 1),
                       ('converge', [], 1)]
-        marks = [node_time()]
+        marks = [node.clock()]
         runs = []
         for label, extra, want in steps:
-            wall, changed = playbook(pb_bin, inventory, env, 'playbooks/site.yml', log, extra)
-            marks.append(node_time())
-            runs.append((label, want, wall, changed))
+            wall, recap, _tasks = node.playbook('playbooks/site.yml', extra)
+            marks.append(node.clock())
+            runs.append((label, want, wall, [recap.get('changed')]))
         time.sleep(1)
-        pid = node('cat', '/run/ng-cri-poll.pid').stdout.strip()
+        pid = node.run('cat', '/run/ng-cri-poll.pid').stdout.strip()
         if pid.isdigit():
-            node('kill', pid)
-        events = journal(marks[0])
-        rows = polls()
+            node.run('kill', pid)
+        events = node.journal(marks[0])
+        rows = polls(node)
     finally:
         if not KEEP:
-            sh(['podman', 'rm', '-f', NAME])
+            node.remove()
     started = [t for t, m in events if m.startswith('Started containerd')]
     gaps = [b[0] - a[0] for a, b in zip(rows, rows[1:])]
     print('bench c: gpu_toolkit + coco converges (playbooks/site.yml) on %s; containerd restarts counted from the '
@@ -243,9 +141,9 @@ def main():
     print('bench d: CRI downtime per restart (journal "Stopping containerd" -> first `ctr plugins ls` of the new '
           'daemon with the CRI plugin ok): %s; poll interval p50 %.3fs max %.3fs over %d polls'
           % (summary, statistics.median(gaps) if gaps else 0, max(gaps) if gaps else 0, len(rows)))
-    print('  result: %s (ansible log: %s)' % ('as promised' if ok else 'NOT as promised', log))
+    print('  result: %s (ansible log: %s)' % ('as promised' if ok else 'NOT as promised', node.log))
     if ok and not KEEP:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(node.work, ignore_errors=True)
     return 0 if ok else 1
 
 
