@@ -105,8 +105,8 @@ def main():
             node.remove()
     load = open('/proc/loadavg').read().split()[:3]
     print('%s on %s, %d rounds, load average %s' % (WHAT, IMAGE, ROUNDS, ' '.join(load)))
-    print('  %-10s %-30s %-30s %s' % ('step', 'site.yml: median s (tasks, restarts)',
-                                       'minimal: median s (tasks, restarts)', 'ratio'))
+    header = ('step', 'site.yml: median s (tasks, restarts)', 'minimal: median s (tasks, restarts)', 'ratio')
+    print('  %-10s %-30s %-30s %s' % header)
     met = True
     for step in STEPS:
         med = {f: statistics.median(r[step][0] for r in runs[f]) for f in runs}
