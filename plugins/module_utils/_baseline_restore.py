@@ -1,22 +1,27 @@
 # -*- coding: utf-8 -*-
 # Copyright: nodeguard maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Restore: put a baseline's files back byte for byte.
+"""Restore: put a baseline's files back byte for byte, as one engine transaction.
 
-Works whatever the current file is (missing, not TOML, not UTF-8): it is not
-read as a config, only compared.  Before anything is replaced, the tree as it
-will be after the restore (the baseline's files over what is on disk) is
-checked the way every write is: the engine's built-in checks, the config
-version the node reads, the ``validate`` command (by default the node's
-``containerd config dump``) and a real start of the node's containerd on the
-tree in isolation (``load_test``).  Those run on a mirror of the tree in a
-temporary folder whose ``imports`` entries point into the mirror, because the
-files the restore brings back (a deleted drop-in) are not on disk yet.  A
-baseline that would not load is refused.
+``RestoreTransaction`` is the engine's ``Transaction`` (open, build, check,
+commit) with a baseline's files as the candidate:
 
-Imported files are written first and the config last, each atomically, under
-the config's lock; then the ledger copy is put back so the ledger agrees with
-the restored file.
+- open: the config's lock, the bytes and mode/owner of every file the
+  baseline holds, the ledger's bytes.  Works whatever the current file is
+  (missing, not TOML, not UTF-8): it is not parsed as a config, only compared.
+- build: the tree as it will be after the restore (the baseline's files over
+  what is on disk), the baseline's copy parsed, what differs, the diff.
+- check: the engine's built-in checks, the config version the node reads,
+  the ``validate`` command (by default the node's ``containerd config dump``)
+  and a real start of the node's containerd on the tree in isolation
+  (``load_test``), on a mirror of the tree in a temporary folder whose
+  ``imports`` entries point into the mirror (a deleted drop-in the restore
+  brings back is not on disk yet).  A baseline that would not load is
+  refused, also in check mode and when the files already match.
+- commit: the engine's order: the ledger copy (made to agree with the
+  restored file), the compare with what open read (a writer that ignores
+  our lock: the restore starts over on its content), then each file renamed
+  into place, imported files first and the config last.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -30,7 +35,6 @@ import stat
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
     atomic_write,
-    clean_stale_temps,
     read_bytes,
     remove_quietly,
     sha256_bytes,
@@ -40,39 +44,19 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline imp
     read_tree,
     record_attrs,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
-    ConfigDocument,
-    ConfigError,
-    lock_or_fail,
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_effective import Mirror
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigDocument, ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+    Checked,
+    Transaction,
+    check_builtin,
+    check_with_containerd,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_effective import Mirror, judge_tree
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
-
-
-def validate_candidate(ctx, validate, path, overlay, load_test=True):
-    """Refuse (ConfigError) a restore whose result containerd would not load.
-
-    overlay: path -> (bytes, Attrs) of the files the restore writes.
-    Returns (the Tree as it will be after the restore, the Judgement of it).
-    """
-    tree = read_tree(path, True, OverlaySource(overlay))
-    main = tree.config
-    broken = ('Nothing was written. The baseline itself is broken: restoring it would break containerd. Fix: take '
-              'a new snapshot (overwrite: true) of a config that works, or repair the file by hand.')
-    if main.error:
-        raise ConfigError('refusing to restore %s: the baseline copy %s. %s' % (path, main.error, broken),
-                          key='name')
-    try:
-        ConfigDocument(path, main.text)
-    except ConfigError as exc:
-        raise ConfigError('refusing to restore %s: in the baseline copy, %s %s' % (path, exc, broken), key='name')
-    with Mirror(tree.files, path) as mirror:
-        judged = judge_tree(ctx, mirror.main, mirror.main_data, validate, load_test, mirror)
-    if judged.problems:
-        raise ConfigError('refusing to restore %s: with the baseline\'s files in place the config would not '
-                          'load. %s %s' % (path, ' '.join(judged.problems), broken), key='name',
-                          check_errors=judged.problems, validated=judged.as_dict())
-    return tree, judged
+from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
+    file_version,
+    refuse_unreadable_version,
+)
 
 
 def _current(dest):
@@ -109,12 +93,14 @@ def ledger_for_restore(stored, config_sha):
 
 
 class Plan(object):
-    def __init__(self, rec, dest, raw, attrs):
+    """One file of the baseline: where it goes, its bytes and mode/owner, and what is there now."""
+
+    def __init__(self, rec, dest, raw, attrs, now):
         self.rec = rec
         self.dest = dest
         self.raw = raw
         self.attrs = attrs          # (mode, uid, gid) wanted
-        self.current, self.current_attrs = _current(dest)
+        self.current, self.current_attrs = now
         self.content = self.current != raw
         self.fix_attrs = not self.content and self.current_attrs != attrs
 
@@ -129,88 +115,153 @@ def _wanted_attrs(rec, overrides):
     return (a.mode if mode is None else mode, a.uid if uid is None else uid, a.gid if gid is None else gid)
 
 
-def restore(module, ctx, baseline, path, target, overrides):
-    """Put the baseline back; returns the module's result values (exits nothing)."""
-    params = module.params
-    manifest = baseline.manifest
-    config_rec = baseline.config_record
-    if config_rec is None:
-        raise ConfigError('baseline %s recorded that %s did not exist when it was taken, so there is nothing to '
-                          'restore. Nothing was written. Fix: take a snapshot of a working config (overwrite: true).'
-                          % (baseline.folder, path), key='name')
-    files = baseline.read_all()
-    folder = os.path.dirname(target)
-    lock = None
-    try:
-        if not os.path.isdir(folder) and not module.check_mode:
-            os.makedirs(folder, 0o755)   # the config's folder went too: the restore brings it back
-        if os.path.isdir(folder):
-            lock = lock_or_fail(target, params['lock_timeout'])
-            clean_stale_temps(target)
-        tree, judged = validate_candidate(ctx, params.get('validate'), path, files, params.get('load_test', True))
-        plans = []
-        for rec in [r for r in baseline.files if r['role'] != 'config'] + [config_rec]:
-            raw = files[rec['path']][0]
+BROKEN = ('Nothing was written. The baseline itself is broken: restoring it would break containerd. Fix: take '
+          'a new snapshot (overwrite: true) of a config that works, or repair the file by hand.')
+
+
+class RestoreTransaction(Transaction):
+    """The engine's four steps with a baseline's files as the candidate."""
+
+    what = 'restore'
+    check_first = True      # a broken baseline is refused even when nothing differs, and in check mode
+
+    def __init__(self, module, ctx, baseline, path, target, overrides):
+        super(RestoreTransaction, self).__init__(module, ctx)
+        self.baseline = baseline
+        self.main_path = path           # the config as the baseline names it
+        self.path = target              # the file written (a link's target with follow: true)
+        self.overrides = overrides      # (mode, uid, gid) asked for the config
+        self.files = baseline.read_all()
+        self.ledger_path = ledger_path_for(module.params['state_dir'], target)
+        self.backups = {}
+        self.opened = False
+
+    def _records(self):
+        """The baseline's files in write order (imported files first, the config last) with where each goes."""
+        config_rec = self.baseline.config_record
+        for rec in [r for r in self.baseline.files if r['role'] != 'config'] + [config_rec]:
             if rec['role'] == 'config':
-                dest, attrs = target, _wanted_attrs(rec, overrides)
+                yield rec, self.path, _wanted_attrs(rec, self.overrides)
             else:
                 dest = os.path.realpath(rec['path']) if os.path.islink(rec['path']) else rec['path']
-                attrs = _wanted_attrs(rec, (None, None, None))
-            plans.append(Plan(rec, dest, raw, attrs))
-        config_sha = sha256_bytes(files[path][0])
-        lpath = ledger_path_for(params['state_dir'], target)
-        want_ledger = ledger_for_restore(baseline.ledger_bytes(), config_sha)
-        have_ledger = read_bytes(lpath)
-        ledger_action = None
-        if want_ledger is not None and want_ledger != have_ledger:
-            ledger_action = 'restored'
-        elif want_ledger is None and have_ledger is not None:
-            ledger_action = 'removed'
-        known = set(r['path'] for r in baseline.files)
-        extra = [tf for tf in tree.files if tf.path not in known] if manifest.get('include_imports') else []
-        for tf in extra:
-            ctx.warn('%s is imported by %s (entry %r) but was not in baseline %s; it was left as it is and '
-                     'containerd will load it.' % (tf.path, tf.imported_by, tf.entry, manifest.get('name')))
-        result = dict(changed=any(p.needed for p in plans) or ledger_action is not None,
-                      restored=[p.dest for p in plans if p.needed], ledger=ledger_action, validated=judged.as_dict(),
-                      created_files=[p.dest for p in plans if p.current is None])
-        if module._diff:
+                yield rec, dest, _wanted_attrs(rec, (None, None, None))
+
+    def open(self):
+        """The config's lock, what is on disk now at every file's place, the ledger's bytes."""
+        if not self.opened:
+            folder = os.path.dirname(self.path)
+            if not os.path.isdir(folder) and not self.module.check_mode:
+                os.makedirs(folder, 0o755)   # the config's folder went too: the restore brings it back
+            if os.path.isdir(folder):
+                self.lock(self.path)
+            self.opened = True
+        self.now = dict((dest, _current(dest)) for _rec, dest, _attrs in self._records())
+        self.ledger_now = read_bytes(self.ledger_path)
+
+    def build(self):
+        """The tree as it will be, the baseline's copy parsed, what differs, the diff."""
+        path, files = self.main_path, self.files
+        self.tree = tree = read_tree(path, True, OverlaySource(files))
+        main = tree.config
+        if main.error:
+            raise ConfigError('refusing to restore %s: the baseline copy %s. %s' % (path, main.error, BROKEN),
+                              key='name')
+        try:
+            ConfigDocument(path, main.text)
+        except ConfigError as exc:
+            raise ConfigError('refusing to restore %s: in the baseline copy, %s %s' % (path, exc, BROKEN),
+                              key='name')
+        self.plans = [Plan(rec, dest, files[rec['path']][0], attrs, self.now[dest])
+                      for rec, dest, attrs in self._records()]
+        self.want_ledger = ledger_for_restore(self.baseline.ledger_bytes(), sha256_bytes(files[path][0]))
+        self.ledger_action = None
+        if self.want_ledger is not None and self.want_ledger != self.ledger_now:
+            self.ledger_action = 'restored'
+        elif self.want_ledger is None and self.ledger_now is not None:
+            self.ledger_action = 'removed'
+        plans = self.plans
+        self.result = result = dict(
+            changed=any(p.needed for p in plans) or self.ledger_action is not None,
+            restored=[p.dest for p in plans if p.needed], ledger=self.ledger_action,
+            created_files=[p.dest for p in plans if p.current is None])
+        if self.module._diff:
             result['diff'] = [dict(before=_text(p.current), after=_text(p.raw),
                                    before_header='%s (%s)' % (p.dest, 'absent' if p.current is None else 'before'),
                                    after_header='%s (baseline)' % p.dest)
                               for p in plans if p.content]
-        if module.check_mode or not result['changed']:
-            return result
-        backups = []
-        for p in plans:
-            if not p.needed:
+
+    def check(self):
+        """The engine's checks on a mirror of the tree as it will be; a tree that would not load is refused."""
+        ctx, params, path = self.ctx, self.module.params, self.main_path
+        checked = Checked()
+        with Mirror(self.tree.files, path) as mirror:
+            try:
+                refuse_unreadable_version(path, file_version(mirror.main_data), ctx.containerd_version)
+            except ConfigError as exc:
+                checked.refuse('built-in', [str(exc).replace(' Nothing was written.', '')])
+            check_builtin(ctx, checked, mirror.main, mirror.main_data, real=mirror.real)
+            if not checked.problems:
+                check_with_containerd(ctx, checked, mirror.main, params.get('validate'),
+                                      load_test=params.get('load_test', True), real=mirror.real, dump_must_load=True)
+        if checked.problems:
+            raise ConfigError('refusing to restore %s: with the baseline\'s files in place the config would not '
+                              'load. %s %s' % (path, ' '.join(checked.problems), BROKEN), key='name',
+                              check_errors=checked.problems, validated=checked.as_dict())
+        self.result['validated'] = checked.as_dict()
+        known = set(r['path'] for r in self.baseline.files)
+        if self.baseline.manifest.get('include_imports'):
+            for tf in [tf for tf in self.tree.files if tf.path not in known]:
+                ctx.warn('%s is imported by %s (entry %r) but was not in baseline %s; it was left as it is and '
+                         'containerd will load it.' % (tf.path, tf.imported_by, tf.entry,
+                                                       self.baseline.manifest.get('name')))
+
+    def needs_write(self):
+        return self.result['changed']
+
+    def _write_ledger(self):
+        if self.ledger_action == 'restored':
+            if not os.path.isdir(os.path.dirname(self.ledger_path)):
+                os.makedirs(os.path.dirname(self.ledger_path), 0o700)
+            atomic_write(self.ledger_path, self.want_ledger, mode=0o600)
+        elif self.ledger_action == 'removed':
+            remove_quietly(self.ledger_path)
+
+    def commit(self):
+        """Backups and temporary files, then the engine's commit: ledger, compare, renames; then modes and owners."""
+        params = self.module.params
+        renames = []
+        for p in self.plans:
+            if not p.content:
                 continue
             mode, uid, gid = p.attrs
-            if p.content:
-                parent = os.path.dirname(p.dest)
-                if not os.path.isdir(parent):
-                    os.makedirs(parent, 0o755)
-                if params.get('backup') and p.current is not None:
-                    backups.append((p.dest, module.backup_local(p.dest)))
-                same_uid = uid == os.geteuid()
-                same_gid = gid == os.getegid()
-                atomic_write(p.dest, p.raw, mode=mode, uid=-1 if same_uid else uid, gid=-1 if same_gid else gid)
-            else:
+            parent = os.path.dirname(p.dest)
+            if not os.path.isdir(parent):
+                os.makedirs(parent, 0o755)
+            if params.get('backup') and p.current is not None and p.dest not in self.backups:
+                self.backups[p.dest] = self.module.backup_local(p.dest)
+            tmp = self.temp(p.dest, p.raw, mode=mode, uid=-1 if uid == os.geteuid() else uid,
+                            gid=-1 if gid == os.getegid() else gid)
+            renames.append((tmp, p.dest))
+        compare = [(p.dest, p.current) for p in self.plans]
+        if not self.commit_files(compare, renames, self._write_ledger, self.ledger_path):
+            return False
+        for p in self.plans:
+            if p.fix_attrs:
+                mode, uid, gid = p.attrs
                 os.chmod(p.dest, mode)
                 if p.current_attrs[1:] != (uid, gid):
                     os.chown(p.dest, uid, gid)
-        if ledger_action == 'restored':
-            if not os.path.isdir(os.path.dirname(lpath)):
-                os.makedirs(os.path.dirname(lpath), 0o700)
-            atomic_write(lpath, want_ledger, mode=0o600)
-        elif ledger_action == 'removed':
-            remove_quietly(lpath)
-        if backups:
-            result['backup_files'] = [b for _dest, b in backups]
-            for dest, b in backups:
-                if dest == target:
-                    result['backup_file'] = b
-        return result
-    finally:
-        if lock is not None:
-            lock.release()
+        if self.backups:
+            self.result['backup_files'] = [self.backups[p.dest] for p in self.plans if p.dest in self.backups]
+            if self.path in self.backups:
+                self.result['backup_file'] = self.backups[self.path]
+        return True
+
+
+def restore(module, ctx, baseline, path, target, overrides):
+    """Put the baseline back; returns the module's result values (exits nothing)."""
+    if baseline.config_record is None:
+        raise ConfigError('baseline %s recorded that %s did not exist when it was taken, so there is nothing to '
+                          'restore. Nothing was written. Fix: take a snapshot of a working config (overwrite: true).'
+                          % (baseline.folder, path), key='name')
+    return RestoreTransaction(module, ctx, baseline, path, target, overrides).run()

@@ -18,8 +18,6 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic impor
     sha256_bytes,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import (
-    DiskSource,
-    OverlaySource,
     Store,
     TreeFile,
     read_tree,
@@ -43,7 +41,6 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_eff
     describe_effective,
     effective_drift,
     effective_records,
-    judge_tree,
     merged_path,
     parse_ver,
     ver_text,
@@ -51,7 +48,6 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_eff
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_repair import put_back, repair
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_restore import restore
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
-    UTF8_BOM,
     ConfigDocument,
     ConfigError,
     Layout,
@@ -65,10 +61,13 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._effective im
     load_effective,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+    Checked,
     Context,
     _file_args,
     _stat_owner,
     _target_path,
+    check_builtin,
+    check_with_containerd,
     json_safe,
     require_tomlkit,
     run_transaction,
@@ -76,7 +75,10 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
 from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import clean_imports
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import dotted
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import file_version
+from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
+    file_version,
+    refuse_unreadable_version,
+)
 
 _VERSION_WORD = re.compile(r'^v?\d+\.\d+')
 
@@ -155,10 +157,24 @@ def _same_snapshot(baseline, tree, include_imports):
 
 
 # ------------------------------------------------------------------ judging the node
+def judge(ctx, path, data, validate, load_test):
+    """Would the node's containerd load the tree at path as it is?  The engine's check step, on the node's files.
+
+    Every problem is listed (the built-in ones and containerd's); a Checked.
+    """
+    checked = Checked()
+    try:
+        refuse_unreadable_version(path, file_version(data), ctx.containerd_version)
+    except ConfigError as exc:
+        checked.refuse('built-in', [str(exc).replace(' Nothing was written.', '')])
+    check_builtin(ctx, checked, path, data)
+    return check_with_containerd(ctx, checked, path, validate, load_test=load_test, dump_must_load=True)
+
+
 def _judge(module, ctx, path, data, load_test=None):
     params = module.params
-    return judge_tree(ctx, path, data, params.get('validate'),
-                      params.get('load_test', True) if load_test is None else load_test)
+    return judge(ctx, path, data, params.get('validate'),
+                 params.get('load_test', True) if load_test is None else load_test)
 
 
 def _warn_unjudged(module, path, validated):
@@ -470,7 +486,8 @@ def _transaction(module, edit, edit_in):
     module.exit_json, module.fail_json = finished, failed
     module.params['edit_in'] = edit_in
     try:
-        run_transaction(module, edit)
+        # the engine's check step also starts containerd on the candidate (load_test; its summary: load_tested)
+        run_transaction(module, edit, load_test=module.params.get('load_test', True))
     except _Exit as done:
         return done.result, done.failed
     finally:
@@ -495,25 +512,6 @@ def _hidden_by(path, ver):
             return dict(file=homes[0], why='several drop-ins set it too (%s)' % ', '.join(homes))
         return None
     return shadowed
-
-
-def _candidate_load_test(module, ctx, main_path, doc):
-    """Start the node's containerd on the tree as it will be with doc written; refuse (ConfigError) if it fails."""
-    validate = module.params.get('validate')
-    if not doc.changed or validate in ('none', 'load') or not module.params.get('load_test', True) \
-            or not ctx.containerd_bin:
-        return None     # validate: load - the engine load-tests every write itself
-    raw = ((UTF8_BOM if doc.bom else '') + doc.text).encode('utf-8')
-    got = DiskSource().read(doc.path)
-    attrs = got[1] if got is not None else None
-    tree = read_tree(main_path, True, OverlaySource({doc.path: (raw, attrs)}))
-    with Mirror(tree.files, main_path) as mirror:
-        judged = judge_tree(ctx, mirror.main, mirror.main_data, module.params.get('validate'), True, mirror)
-    if judged.problems:
-        raise ConfigError('refusing to write %s: with the repair in place containerd would not load the config. %s '
-                          'Nothing was written.' % (doc.path, ' '.join(judged.problems)), key=None,
-                          check_errors=judged.problems, validated=judged.as_dict())
-    return judged.as_dict()
 
 
 def _plan_dropins(view, drift, path, edit_in):
@@ -586,8 +584,7 @@ def _dropin_edit(module, baseline, path, entries, base_recs, state):
                              change='added' if want is None else 'removed' if cur is None else 'changed',
                              before=plain(cur), after=plain(want)))
         state.setdefault('dropin_data', {})[doc.path] = copy.deepcopy(doc.data)
-        load = _candidate_load_test(module, ctx, path, doc)
-        return dict(repaired_in_dropin=done, left_in_dropin=left, load_test_of_dropin=load)
+        return dict(repaired_in_dropin=done, left_in_dropin=left)
     return edit
 
 
@@ -627,7 +624,6 @@ def do_repair(module, store, path):
         out['protected_drift'] = protected_drift(protect, base_doc.data, base_doc.layout, doc.data, doc.layout)
         out.update(repair(doc, base_doc, protect, clean_imports, _hidden_by(path, ctx.containerd_version)))
         state['main_data'] = copy.deepcopy(doc.data)
-        out['load_test_of_config'] = _candidate_load_test(module, ctx, path, doc)
         return out
 
     first, failed = _transaction(module, edit_main, 'config')
@@ -644,7 +640,7 @@ def do_repair(module, store, path):
         raise Done(first)
     judged = None
     if not module.check_mode and params.get('validate') != 'none':
-        judged = judge_tree(ctx, path, main_data, params.get('validate'), False)
+        judged = judge(ctx, path, main_data, params.get('validate'), None)
     records, drift, view = _effective_now(module, ctx, baseline, path, main_data, protect, judged)
     targets, not_here = _plan_dropins(view, drift, path, params['edit_in'])
     left.extend(not_here)
@@ -678,7 +674,7 @@ def do_repair(module, store, path):
         drift = effective_drift(base_recs, records, same, view_after, ver=ctx.containerd_version)
     elif len(results) > 1:
         now = ConfigDocument(path, read_bytes(path).decode('utf-8')).data
-        judged = judge_tree(ctx, path, now, params.get('validate'), False) \
+        judged = judge(ctx, path, now, params.get('validate'), None) \
             if params.get('validate') != 'none' else None
         records, drift, _v = _effective_now(module, ctx, baseline, path, now, protect, judged)
     left_keys = set(x['key'] for x in left)
@@ -688,11 +684,9 @@ def do_repair(module, store, path):
     out = dict(first)
     out.update(changed=any(r.get('changed') for r in results), repaired=repaired, left=left, effective=records,
                effective_drift=drift, written=written)
-    for k in ('repaired_in_dropin', 'left_in_dropin', 'load_test_of_dropin'):
+    for k in ('repaired_in_dropin', 'left_in_dropin', 'load_tested'):
         out.pop(k, None)
-    out['load_test'] = [x for x in [first.get('load_test_of_config')] + [r.get('load_test_of_dropin')
-                                                                         for r in results[1:]] if x]
-    out.pop('load_test_of_config', None)
+    out['load_test'] = [r['load_tested'] for r in results if r.get('load_tested')]
     for checked in out['load_test']:
         _warn_unjudged(module, path, checked)
     diff = _diffs(results)

@@ -1,14 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: nodeguard maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One transaction for every module that edits a containerd config.
+"""One transaction for every write of a containerd config: edits, restores, repairs.
 
-lock -> read -> edit (a callback) -> verify the text says what we meant ->
-built-in checks and the node's ``containerd config dump`` on a temporary copy
-beside the file -> compare with the file again (a foreign writer that does
-not take our lock is caught here; the edit is re-applied on its content) ->
-ledger -> rename -> flush the folder.  Nothing is written unless every step
-passed.
+Four steps (``Transaction``): open (lock, read, parse, ledger) -> build (the
+candidate: an edit callback, a baseline's files; verified to say what was
+meant) -> check (built-in checks, the ``validate`` command with %s and the
+node's containerd on a temporary copy) -> commit (ledger, compare with what
+open read: a foreign writer that does not take our lock sends it back to
+open, up to MAX_ATTEMPTS -> atomic rename -> flush the folder).  Nothing is
+written unless every step passed.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -59,7 +60,9 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._validate imp
     containerd_version,
     refuse_generated,
     refuse_unreadable_version,
+    require_placeholder,
     run_validate,
+    validation_failed,
 )
 
 MAX_ATTEMPTS = 3
@@ -115,7 +118,7 @@ def _parse_version_option(given):
 class Context(object):
     """What an edit callback may ask about the node; computed once."""
 
-    def __init__(self, module, path):
+    def __init__(self, module, path, allowed_missing=()):
         self.module = module
         self.path = path
         self.owner = module.params.get('owner')
@@ -125,6 +128,8 @@ class Context(object):
         self.tree_files = None  # [(path, data)] of the tree when the edit runs on a drop-in
         self._bin = False
         self._version = False
+        self._always_missing = frozenset(allowed_missing)
+        self._missing_ok = set(self._always_missing)
 
     @property
     def containerd_bin(self):
@@ -168,6 +173,19 @@ class Context(object):
 
     def warn(self, msg):
         self.warnings.append(msg)
+
+    def allow_missing_import(self, entry):
+        """The edit knows this imports entry names a missing file (it is pruning it, or
+        require_exists: false adds it): the built-in check lets that entry pass."""
+        self._missing_ok.add(entry)
+
+    @property
+    def missing_imports_allowed(self):
+        return frozenset(self._missing_ok)
+
+    def _begin_edit(self):
+        # each run of the edit says again what it allows
+        self._missing_ok = set(self._always_missing)
 
 
 def _target_path(module, path):
@@ -337,6 +355,7 @@ def _read_config(module, ctx, path, main_version=None):
 
 def _apply(edit, target, ctx):
     """Run the module's edit on one file; (values, changed leaves)."""
+    ctx._begin_edit()
     values = edit(target.doc, target.ledger, ctx) or {}
     changes = changed_leaves(target.data_before, target.doc.data) if target.doc.changed else []
     return values, changes
@@ -448,83 +467,462 @@ def _candidate_main(main, view, target, tmp):
     return doc.text.encode('utf-8')
 
 
-def _validate_candidate(module, ctx, main, target, view, tmp):
-    """The node's containerd on the candidate tree: (parsed config dump or None, validation note)."""
-    params = module.params
-    validate = params.get('validate')
-    main_tmp = None
-    try:
-        if target is main:
-            candidate = tmp
-        else:
-            main_tmp = write_temp(main.path, _candidate_main(main, view, target, tmp))
-            candidate = main_tmp
-        dump_mode = 'auto' if validate == 'load' else validate
-        checked = run_validate(ctx.run_command, dump_mode, ctx.containerd_bin, candidate)
-        if checked is not None and checked[1] != 0:
-            cmd, rc, out, err = checked
-            detail = (err or out).strip().splitlines()
-            raise ConfigError('refusing to write %s: validation "%s" failed (rc=%s): %s. Nothing was written.'
-                              % (target.path, ' '.join(cmd).replace(candidate, '%s'), rc,
-                                 ' | '.join(detail[-3:]) or 'no output'), key=None)
-        if not ctx.containerd_bin:
-            if validate == 'load':
-                raise ConfigError('refusing to write %s: validate: load starts the node\'s containerd on the candidate, '
-                                  'but no containerd binary was found in PATH or %s. Nothing was written. Fix: set '
-                                  'containerd_bin.' % (target.path, ', '.join(CONTAINERD_DIRS)), key='validate')
-            return None, 'not validated by containerd: no containerd binary in PATH or %s' % ', '.join(CONTAINERD_DIRS)
-        if validate == 'load':
-            _load_test_or_fail(ctx, target, candidate)
-        out = checked[2] if checked is not None and dump_mode == 'auto' else None
-        if out is None:
-            rc, out, err = ctx.run_command([ctx.containerd_bin, '--config', candidate, 'config', 'dump'])
-            if rc != 0:
-                return None, 'config dump failed (rc=%s): %s' % (rc, (err or '').strip()[-300:])
-        try:
-            from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
-            return parse_toml(out), 'config dump'
-        except Exception as exc:  # a dump we cannot read confirms nothing
-            return None, 'config dump output could not be read (%s)' % exc
-    finally:
-        if main_tmp:
-            remove_quietly(main_tmp)
+# ------------------------------------------------------------------ the check step, shared
+NO_BINARY = 'no containerd binary in PATH or %s' % ', '.join(CONTAINERD_DIRS)
 
 
-def _load_test_or_fail(ctx, target, candidate):
-    """validate: load - start the node's containerd on the candidate in isolation; its CRI plugins must load.
+class Checked(object):
+    """What the check step found about a candidate.
 
-    The candidate is tested at config.toml's own path (as_path): a config that
-    imports itself (nvidia-ctk 1.17.8 writes one) must see the candidate, not
-    the old file.
+    problems: why it is refused (empty: accepted), all from one stage
+    (``stage``: 'built-in', 'validate' or 'load'); checked: what judged it;
+    notes: what could not judge it; how: the engine's one-line ``validated``;
+    dump / dump_text: the node's ``config dump`` of it; load: the load test's
+    summary (None when it did not run); load_result: the test itself.
     """
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import STATUS_OK, load_test
-    main_path = ctx.path if os.path.exists(ctx.path) else None
-    res = load_test(ctx.containerd_bin, candidate, run_command=ctx.run_command, as_path=main_path)
-    if res.status != STATUS_OK:
-        raise ConfigError('refusing to write %s: validate: load - %s Nothing was written.'
-                          % (target.path, res.message().replace(candidate, target.path + ' (candidate)')),
-                          key='validate', load_test=res.as_dict())
-    for skipped in res.skipped:
-        ctx.warn('%s: the load test skipped %s' % (target.path, skipped))
+
+    def __init__(self):
+        self.problems = []
+        self.stage = None
+        self.checked = []
+        self.notes = []
+        self.how = None
+        self.dump = None
+        self.dump_text = None
+        self.load = None
+        self.load_result = None
+
+    def refuse(self, stage, problems):
+        self.stage = stage
+        self.problems.extend(problems)
+        return self
+
+    def as_dict(self):
+        return dict(checked=list(self.checked), notes=list(self.notes), load_test=self.load)
 
 
-def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_override=False):
+def check_builtin(ctx, checked, main_path, main_data, overrides=None, allow_plugin_override=False, real=None):
+    """Check step, part 1: nodeguard's own model of what containerd refuses (_validate.check_tree)."""
+    real = real or (lambda s: s)
+    errors = check_tree(main_path, main_data, ctx.containerd_version, ignore_missing=ctx.missing_imports_allowed,
+                        allow_plugin_override=allow_plugin_override, overrides=overrides)
+    checked.checked.append('built-in checks')
+    if errors:
+        checked.refuse('built-in', [real(e) for e in errors])
+    return checked
+
+
+def check_with_containerd(ctx, checked, candidate, validate, load_test=None, as_path=None, real=None,
+                          dump_must_load=False, shown=None):
+    """Check step, part 2: the validate command (%s) and the node's containerd on the candidate file.
+
+    load_test: None (only validate: load starts containerd, and then must),
+    True (start it; a test that cannot run is a note), False (the caller's
+    load_test: false; said in the notes).  dump_must_load: a failing
+    ``config dump`` refuses (a restore); else it only confirms nothing.
+    validate: none asks containerd nothing but the ``config dump`` the edit
+    confirms its effects with (none at all with dump_must_load).  as_path:
+    the path the load test runs the candidate at; shown: the candidate's
+    name in messages; real: turns a mirror's paths into the node's.
+    """
+    real = real or (lambda s: s)
+    binary = ctx.containerd_bin
+    if validate == 'none' and dump_must_load:
+        checked.notes.append('validate: none: containerd itself was not asked (no config dump, no load test)')
+        return checked
+    dump_mode = 'auto' if validate == 'load' else validate
+    ran = run_validate(ctx.run_command, dump_mode, binary, candidate)
+    if ran is not None:
+        cmd, rc, out, err = ran
+        if rc != 0:
+            return checked.refuse('validate', [validation_failed(cmd, rc, out, err, candidate, real)])
+        if dump_mode != 'auto':
+            checked.checked.append('validate command')
+    if not binary:
+        if validate == 'load':
+            return checked.refuse('validate', ['validate: load starts the node\'s containerd on the candidate, but '
+                                               'no containerd binary was found in PATH or %s'
+                                               % ', '.join(CONTAINERD_DIRS)])
+        checked.how = 'not validated by containerd: %s' % NO_BINARY
+        checked.notes.append('%s: judged by nodeguard\'s own model of containerd only (set containerd_bin)'
+                             % NO_BINARY)
+        return checked
+    out = ran[2] if ran is not None and dump_mode == 'auto' else None
+    if out is None:
+        rc, out, err = ctx.run_command([binary, '--config', candidate, 'config', 'dump'])
+        if rc != 0:
+            if dump_must_load:
+                return checked.refuse('validate', ['containerd %s cannot load %s: "containerd config dump" failed '
+                                                   '(rc=%s): %s' % (_ver_text(ctx.containerd_version),
+                                                                    shown or real(candidate), rc,
+                                                                    _tail(out, err, real))])
+            checked.how = 'config dump failed (rc=%s): %s' % (rc, (err or '').strip()[-300:])
+            out = None
+    if out is not None:
+        from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
+        try:
+            checked.dump = parse_toml(out)
+            checked.dump_text = real(out)
+            checked.checked.append('config dump')
+            checked.how = 'config dump'
+        except Exception as exc:  # a dump we cannot read confirms nothing
+            checked.how = 'config dump output could not be read (%s)' % exc
+            checked.notes.append('the config dump could not be read (%s)' % exc)
+    if validate == 'load':
+        load_test = 'required'
+    if load_test is False and validate != 'none':
+        checked.notes.append('load_test: false: containerd was not started on the tree')
+    if not load_test or validate == 'none':
+        return checked
+    if checked.problems:
+        checked.notes.append('load test not run: the tree is refused already')
+        return checked
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import STATUS_CANNOT_RUN, load_test as start
+    res = start(binary, candidate, run_command=ctx.run_command, as_path=as_path)
+    checked.load_result = res
+    checked.load = dict(status=res.status, ok=bool(res.ok), seconds=res.seconds, required=res.required,
+                        errors=[real(e) for e in res.errors], skipped=list(res.skipped or []),
+                        containerd_version=res.containerd_version)
+    if res.ok:
+        checked.checked.append('load test')
+    elif res.status == STATUS_CANNOT_RUN and load_test != 'required':
+        # the test itself could not be made (not root, no unshare...): it judges nothing
+        checked.notes.append('load test could not run: %s' % real(res.message()))
+    else:
+        msg = res.message()
+        checked.refuse('load', [real(msg.replace(candidate, shown) if shown else msg)])
+    return checked
+
+
+def _ver_text(ver):
+    return '.'.join(str(x) for x in ver) if ver else 'unknown'
+
+
+def _tail(out, err, real):
+    lines = [real(line) for line in (err or out or '').strip().splitlines() if line.strip()]
+    return ' | '.join(lines[-3:]) or 'no output'
+
+
+# ------------------------------------------------------------------ the four steps
+LOCK_FIX = ('Nothing was written. Fix: run as a user who may write to %s (become: true); if the lock file '
+            'is not a regular file, remove it.')
+
+
+class Transaction(object):
+    """One write of the config tree in four steps; run() is the same for every kind of write.
+
+    open    lock the file (once per run), read it, parse it, load its ledger
+    build   make the candidate (the module's edit; a baseline's files)
+    check   the built-in checks, the validate command (%s) and the node's
+            containerd on the candidate (check_builtin, check_with_containerd)
+    commit  compare the files with what open read (a writer that ignores our
+            lock: all four steps again on its content, up to MAX_ATTEMPTS),
+            then the ledger, the atomic renames and the folder flushes
+            (commit_files)
+
+    Nothing is written unless every step passed; check mode stops after
+    build (check_first: after check, whose candidate then is a temporary
+    copy of the tree outside the node's folders).
+    """
+
+    what = 'edit'
+    check_first = False
+
+    def __init__(self, module, ctx):
+        self.module = module
+        self.ctx = ctx
+        self.path = ctx.path
+        self.locks = []
+        self.temps = []
+        self.moved = None
+        self.result = dict(changed=False)
+
+    # the steps (a kind of write fills them in)
+    def open(self):
+        raise NotImplementedError
+
+    def build(self):
+        raise NotImplementedError
+
+    def needs_write(self):
+        raise NotImplementedError
+
+    def check(self):
+        raise NotImplementedError
+
+    def commit(self):
+        """True when written; False when a file changed since open (nothing renamed)."""
+        raise NotImplementedError
+
+    def preview(self):
+        """The result when nothing is written (no change, or check mode)."""
+        return self.result
+
+    # shared pieces of the steps
+    def lock(self, path):
+        """open: the file's lock, once per run, then the temporary files a killed run left beside it."""
+        if any(lk.lock_path == lock_path_for(path) for lk in self.locks):
+            return
+        self.locks.append(lock_or_fail(path, self.module.params['lock_timeout'], create=not self.module.check_mode,
+                                       fix=LOCK_FIX % os.path.dirname(path)))
+        clean_stale_temps(path)
+
+    def temp(self, path, data, mode=None, uid=None, gid=None):
+        """A flushed temporary file beside path (removed at the end unless commit renamed it)."""
+        try:
+            tmp = write_temp(path, data, mode=mode, uid=uid, gid=gid)
+        except (IOError, OSError) as exc:
+            raise ConfigError('cannot write a temporary file beside %s (%s). Nothing was written; the file '
+                              'is as it was. Fix: free space on that filesystem or make %s writable.'
+                              % (path, exc.strerror, os.path.dirname(path)))
+        self.temps.append(tmp)
+        return tmp
+
+    def commit_files(self, compare, renames, write_ledger, ledger_path):
+        """commit, in this order: the ledger, the compare, each rename and its folder flush.
+
+        compare: [(path, bytes open read, None when absent)]; renames: [(tmp,
+        path)], drop-ins before config.toml.  The compare comes as late as
+        possible, after every slow step: a writer without our lock
+        (nvidia-ctk) can still slip in before the rename, but not behind the
+        validation, the backup or the ledger write.  A moved file puts the
+        ledger back and returns False.
+        """
+        ledger_before = read_bytes(ledger_path)
+        write_ledger()
+        moved = [p for p, original in compare if read_bytes(p) != original]
+        if moved:
+            if ledger_before is None:
+                remove_quietly(ledger_path)
+            else:
+                atomic_write(ledger_path, ledger_before, mode=0o600)
+            self.moved = moved[0]
+            return False
+        for tmp, path in renames:
+            commit_temp(tmp, path)
+            self.temps.remove(tmp)
+            self.ctx.written.append(path)
+        return True
+
+    def drop_temps(self):
+        for tmp in self.temps:
+            remove_quietly(tmp)
+        self.temps = []
+
+    def run(self):
+        """open -> build -> check -> commit; the module's result for this write."""
+        try:
+            result = self._attempts()
+            self.drop_temps()
+            return result
+        except Exception:
+            # a failure leaves no temporary file behind (a kill does: the next run's open removes it)
+            self.drop_temps()
+            raise
+        finally:
+            for lk in reversed(self.locks):
+                lk.release()
+            self.locks = []
+
+    def _attempts(self):
+        require_placeholder(self.module.params.get('validate'))
+        for _attempt in range(MAX_ATTEMPTS):
+            self.result = dict(changed=False)
+            self.open()
+            self.build()
+            if self.check_first:
+                self.check()
+            if not self.needs_write() or self.module.check_mode:
+                return self.preview()
+            if not self.check_first:
+                self.check()
+            if self.commit():
+                return self.result
+            # another program rewrote a file while we worked: start over
+            # from its content rather than overwrite its change
+            self.drop_temps()
+            self.ctx.warn('%s changed while nodeguard was editing it; the %s was applied again on the new '
+                          'content' % (self.moved, self.what))
+        raise ConfigError('%s was changed by another program %d times while nodeguard was editing it (a '
+                          'writer that does not take %s, e.g. nvidia-ctk or kata-deploy). Nothing was '
+                          'written. Fix: let that program finish, then run again.'
+                          % (self.path, MAX_ATTEMPTS, os.path.basename(lock_path_for(self.path))), key=None)
+
+
+class EditTransaction(Transaction):
+    """An edit callback's change to one file of the tree (config.toml or the drop-in that decides it)."""
+
+    def __init__(self, module, ctx, edit, allow_plugin_override=False, load_test=None):
+        super(EditTransaction, self).__init__(module, ctx)
+        self.edit = edit
+        self.allow_plugin_override = allow_plugin_override
+        self.load_test = load_test
+        self.backup_file = None
+        self.opened = False
+
+    def open(self):
+        """Lock config.toml, read and parse it, load its ledger (recovering a crashed run's)."""
+        module, params = self.module, self.module.params
+        if not self.opened:
+            self.path = path = _target_path(module, os.path.abspath(params['path']))
+            folder = os.path.dirname(path)
+            self.ctx.path = path
+            if not os.path.isdir(folder):
+                if not params.get('create'):
+                    raise ConfigError('folder %s does not exist (no containerd here?). Fix: install containerd, '
+                                      'or set create: true.' % folder, key='path')
+                if not module.check_mode:
+                    os.makedirs(folder, 0o755)
+            self.lock(path)
+            self.opened = True
+        self.main = _read_config(module, self.ctx, self.path)
+        self.view_before = load_effective(self.path, self.main.doc.data, self.ctx.containerd_version)
+
+    def build(self):
+        """Run the edit where containerd reads it; verify the text says what it meant; its effects and diff."""
+        module, ctx, main = self.module, self.ctx, self.main
+        target, values, changes = _choose_target(module, ctx, self.edit, main, self.view_before)
+        if target is not main:
+            self.lock(target.path)
+        self.target = target
+        result = self.result
+        result.update(values)
+        result['config_version'] = main.doc.version
+        result['plugin'] = main.doc.layout.cri_plugin
+        result['file'] = target.path
+        doc = target.doc
+        if doc.changed:
+            doc.verify()
+        self.view = _view_of_candidate(ctx, main, target)
+        self.effects = effects_of(self.view, target.path, changes)
+        if module._diff and target.file_changed:
+            result['diff'] = dict(before='' if target.original is None else target.text, after=doc.text,
+                                  before_header='%s (%s)' % (target.path, 'absent' if target.original is None
+                                                             else 'before'),
+                                  after_header='%s (after)' % target.path)
+        if not target.file_changed:
+            return
+        lost = [e for e in self.effects if not e.in_effect and e.value is not ABSENT]
+        if lost:
+            raise _shadow_error(target.path, lost, ctx.edit_in)
+        if target is not main and module.params.get('state') != 'absent':
+            # said once per write: that drop-in may belong to another tool
+            ctx.warn('%s: the change %s written to %s, where containerd reads it (nodeguard records it there and '
+                     'undoes it there on state: absent)' % (self.path, 'would be' if module.check_mode else 'is',
+                                                            target.path))
+
+    def needs_write(self):
+        return self.target.file_changed
+
+    def preview(self):
+        target = self.target
+        if not target.file_changed:
+            self.result['effects'] = []
+            if target.ledger.dirty and not self.module.check_mode:
+                target.ledger.save(sha256_bytes(target.original or b''))
+        else:
+            self.result['effects'] = [e.as_dict() for e in self.effects]
+            self.result['changed'] = True
+        return self.result
+
+    def check(self):
+        """Built-in checks on the merged candidate, then containerd on a temporary copy beside the file."""
+        module, ctx, main, target = self.module, self.ctx, self.main, self.target
+        params = module.params
+        checked = Checked()
+        overrides = None if target is main else {target.path: target.doc.data}
+        check_builtin(ctx, checked, self.path, main.doc.data if target is main else main.data_before,
+                      overrides=overrides, allow_plugin_override=self.allow_plugin_override)
+        if checked.problems:
+            raise ConfigError('refusing to write %s: the new config would not load. %s Nothing was written.'
+                              % (target.path, ' '.join(checked.problems)), key=None, check_errors=checked.problems)
+        uid, gid, mode = _stat_owner(module, params) if target is main else (None, None, None)
+        self.tmp = self.temp(target.path, target.new_bytes, mode=mode, uid=uid, gid=gid)
+        if target is main:
+            candidate = self.tmp
+        else:
+            candidate = self.temp(main.path, _candidate_main(main, self.view, target, self.tmp))
+        # a config that imports itself (nvidia-ctk 1.17.8 writes one) must see the candidate, not the old file
+        as_path = ctx.path if os.path.exists(ctx.path) else None
+        check_with_containerd(ctx, checked, candidate, params.get('validate'), load_test=self.load_test,
+                              as_path=as_path, shown=target.path + ' (candidate)')
+        if candidate != self.tmp:
+            remove_quietly(candidate)
+            self.temps.remove(candidate)
+        if checked.problems:
+            raise self._refusal(checked, candidate)
+        res = checked.load_result
+        for skipped in (res.skipped if res is not None else []):
+            ctx.warn('%s: the load test skipped %s' % (target.path, skipped))
+        if checked.dump is None:
+            if params.get('validate') != 'none':
+                ctx.warn('%s: %s; the change is judged on nodeguard\'s own model of containerd only. Fix: '
+                         'install containerd or set containerd_bin.' % (target.path, checked.how))
+        else:
+            confirm_with_dump(self.effects, self.view, checked.dump)
+            lost = [e for e in self.effects if not e.in_effect and e.value is not ABSENT]
+            if lost:
+                raise _shadow_error(target.path, lost, ctx.edit_in)
+        self.result['effects'] = [e.as_dict() for e in self.effects]
+        self.result['validated'] = checked.how
+        if self.load_test and checked.load is not None:
+            self.result['load_tested'] = checked.as_dict()
+
+    def _refusal(self, checked, candidate):
+        target = self.target.path
+        problem = checked.problems[0]
+        if checked.stage == 'load':
+            return ConfigError('refusing to write %s: validate: load - %s Nothing was written.' % (target, problem)
+                               if self.module.params.get('validate') == 'load' else
+                               'refusing to write %s: with the change in place containerd would not load the '
+                               'config. %s Nothing was written.' % (target, problem),
+                               key='validate' if self.module.params.get('validate') == 'load' else None,
+                               load_test=checked.load_result.as_dict(), check_errors=checked.problems,
+                               validated=checked.as_dict())
+        if problem.startswith('validate: load'):
+            return ConfigError('refusing to write %s: %s. Nothing was written. Fix: set containerd_bin.'
+                               % (target, problem), key='validate')
+        return ConfigError('refusing to write %s: %s. Nothing was written.' % (target, problem), key=None)
+
+    def commit(self):
+        """Backup, ledger, compare, rename, folder flush."""
+        module, main, target = self.module, self.main, self.target
+        params = module.params
+        if params.get('backup') and target.original is not None and self.backup_file is None:
+            self.backup_file = module.backup_local(target.path)
+        if self.backup_file:
+            self.result['backup_file'] = self.backup_file
+        compare = [(f.path, f.original) for f in set([main, target])]
+        if not self.commit_files(compare, [(self.tmp, target.path)],
+                                 lambda: target.ledger.save(sha256_bytes(target.new_bytes)), target.ledger.path):
+            return False
+        self.result['_wrote'] = True
+        self.result['changed'] = module.set_fs_attributes_if_different(_file_args(module, target.path), True) \
+            if target is main else True
+        return True
+
+
+def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_override=False, load_test=None):
     """Apply edit(doc, ledger, ctx) -> dict to the config tree and exit the module.
 
     edit mutates doc (a ConfigDocument) and ledger, and returns the module's
     own return values.  It may raise ConfigError for bad input, or
-    EditElsewhere when what it edits lives in a drop-in.
-    allow_plugin_override is passed to check_tree (containerd_imports).
+    EditElsewhere when what it edits lives in a drop-in, and may call
+    ctx.allow_missing_import(entry) for an imports entry it knows is missing.
+    allow_plugin_override is passed to check_tree (containerd_imports);
+    load_test=True also starts the node's containerd on the candidate
+    (containerd_baseline's repair; its summary is returned in load_tested).
     An uninstall may touch several files of the tree: each is its own
-    locked, validated, atomic write (drop-ins first), and the result lists
-    every file written.
+    transaction (drop-ins first), and the result lists every file written.
+    ignore_missing_imports: entries allowed to be missing on every step
+    (kept for callers; ctx.allow_missing_import is the way for an edit).
     """
     require_tomlkit(module)
     steps = []
-    ctx = Context(module, os.path.abspath(module.params['path']))
+    ctx = Context(module, os.path.abspath(module.params['path']), allowed_missing=ignore_missing_imports)
     # one file per step; only an uninstall (or a check-mode preview) goes on
     for _step in range(8):
-        result = _transaction(module, ctx, edit, ignore_missing_imports, allow_plugin_override)
+        result = _transaction(module, ctx, EditTransaction(module, ctx, edit, allow_plugin_override, load_test))
         steps.append(result)
         if not result.get('_wrote') or module.params.get('state') != 'absent' \
                 or not _owner_records_left(module, ctx):
@@ -607,153 +1005,26 @@ def _merge_steps(steps):
     return result
 
 
-def _transaction(module, ctx, edit, ignore_missing_imports, allow_plugin_override):
-    """One single-file write (or none): the module's result for it, '_wrote' set when a file was replaced."""
+def _transaction(module, ctx, txn):
+    """One single-file write (or none): the module's result for it, '_wrote' set when a file was replaced.
+
+    A failure fails the module (naming what this run already wrote).
+    """
     params = module.params
     result = dict(changed=False)
-    tmp = None
-    locks = []
-    backup_file = None
     try:
-        validate = params.get('validate')
-        if validate not in (None, 'auto', 'none', 'load') and '%s' not in validate:
-            raise ConfigError('validate must contain %%s (replaced by the candidate file), got %r. Nothing was '
-                              'written. Fix: e.g. validate: "containerd --config %%s config dump".' % validate,
-                              key='validate')
-        path = _target_path(module, os.path.abspath(params['path']))
-        folder = os.path.dirname(path)
-        ctx.path = path
-        if not os.path.isdir(folder):
-            if not params.get('create'):
-                raise ConfigError('folder %s does not exist (no containerd here?). Fix: install containerd, '
-                                  'or set create: true.' % folder, key='path')
-            if not module.check_mode:
-                os.makedirs(folder, 0o755)
-        lock_fix = ('Nothing was written. Fix: run as a user who may write to %s (become: true); if the lock file '
-                    'is not a regular file, remove it.')
-        locks.append(lock_or_fail(path, params['lock_timeout'], create=not module.check_mode, fix=lock_fix % folder))
-        clean_stale_temps(path)
-        for _attempt in range(MAX_ATTEMPTS):
-            main = _read_config(module, ctx, path)
-            view_before = load_effective(path, main.doc.data, ctx.containerd_version)
-            target, values, changes = _choose_target(module, ctx, edit, main, view_before)
-            if target is not main and not any(lk.lock_path == lock_path_for(target.path) for lk in locks):
-                locks.append(lock_or_fail(target.path, params['lock_timeout'], create=not module.check_mode,
-                                          fix=lock_fix % os.path.dirname(target.path)))
-                clean_stale_temps(target.path)
-            result = dict(changed=False)
-            result.update(values)
-            result['config_version'] = main.doc.version
-            result['plugin'] = main.doc.layout.cri_plugin
-            result['file'] = target.path
-            doc = target.doc
-            if doc.changed:
-                doc.verify()
-            view = _view_of_candidate(ctx, main, target)
-            effects = effects_of(view, target.path, changes)
-            if module._diff and target.file_changed:
-                result['diff'] = dict(before='' if target.original is None else target.text, after=doc.text,
-                                      before_header='%s (%s)' % (target.path, 'absent' if target.original is None
-                                                                 else 'before'),
-                                      after_header='%s (after)' % target.path)
-            if not target.file_changed:
-                result['effects'] = []
-                if target.ledger.dirty and not module.check_mode:
-                    target.ledger.save(sha256_bytes(target.original or b''))
-                break
-            lost = [e for e in effects if not e.in_effect and e.value is not ABSENT]
-            if lost:
-                raise _shadow_error(target.path, lost, ctx.edit_in)
-            if target is not main and module.params.get('state') != 'absent':
-                # said once per write: that drop-in may belong to another tool
-                ctx.warn('%s: the change %s written to %s, where containerd reads it (nodeguard records it there and '
-                         'undoes it there on state: absent)' % (path, 'would be' if module.check_mode else 'is',
-                                                                target.path))
-            if module.check_mode:
-                result['effects'] = [e.as_dict() for e in effects]
-                result['changed'] = True
-                break
-            overrides = None if target is main else {target.path: doc.data}
-            errors = check_tree(path, main.doc.data if target is main else main.data_before, ctx.containerd_version,
-                                ignore_missing=ignore_missing_imports, allow_plugin_override=allow_plugin_override,
-                                overrides=overrides)
-            if errors:
-                raise ConfigError('refusing to write %s: the new config would not load. %s Nothing was written.'
-                                  % (target.path, ' '.join(errors)), key=None, check_errors=errors)
-            uid, gid, mode = _stat_owner(module, params) if target is main else (None, None, None)
-            try:
-                tmp = write_temp(target.path, target.new_bytes, mode=mode, uid=uid, gid=gid)
-            except (IOError, OSError) as exc:
-                raise ConfigError('cannot write a temporary file beside %s (%s). Nothing was written; the file '
-                                  'is as it was. Fix: free space on that filesystem or make %s writable.'
-                                  % (target.path, exc.strerror, os.path.dirname(target.path)))
-            dump, how = _validate_candidate(module, ctx, main, target, view, tmp)
-            if dump is None:
-                if validate != 'none':
-                    ctx.warn('%s: %s; the change is judged on nodeguard\'s own model of containerd only. Fix: '
-                             'install containerd or set containerd_bin.' % (target.path, how))
-            else:
-                confirm_with_dump(effects, view, dump)
-                lost = [e for e in effects if not e.in_effect and e.value is not ABSENT]
-                if lost:
-                    raise _shadow_error(target.path, lost, ctx.edit_in)
-            result['effects'] = [e.as_dict() for e in effects]
-            result['validated'] = how
-            if params.get('backup') and target.original is not None and backup_file is None:
-                backup_file = module.backup_local(target.path)
-            if backup_file:
-                result['backup_file'] = backup_file
-            ledger_before = read_bytes(target.ledger.path)
-            target.ledger.save(sha256_bytes(target.new_bytes))
-            # compared as late as possible, after every slow step: a writer
-            # without our lock (nvidia-ctk) can still slip in before the rename,
-            # but not behind the validation, the backup or the ledger write
-            moved = [f for f in set([main, target]) if read_bytes(f.path) != f.original]
-            if moved:
-                # another program rewrote the file while we worked: put the
-                # ledger back and start over from its content rather than
-                # overwrite its change
-                if ledger_before is None:
-                    remove_quietly(target.ledger.path)
-                else:
-                    atomic_write(target.ledger.path, ledger_before, mode=0o600)
-                remove_quietly(tmp)
-                tmp = None
-                ctx.warn('%s changed while nodeguard was editing it; the edit was applied again on the new '
-                         'content' % moved[0].path)
-                result = dict(changed=False)
-                continue
-            commit_temp(tmp, target.path)
-            tmp = None
-            ctx.written.append(target.path)
-            result['_wrote'] = True
-            result['changed'] = module.set_fs_attributes_if_different(_file_args(module, target.path), True) \
-                if target is main else True
-            break
-        else:
-            raise ConfigError('%s was changed by another program %d times while nodeguard was editing it (a '
-                              'writer that does not take %s, e.g. nvidia-ctk or kata-deploy). Nothing was '
-                              'written. Fix: let that program finish, then run again.'
-                              % (path, MAX_ATTEMPTS, os.path.basename(locks[0].lock_path)), key=None)
+        result = txn.run()
+        path = txn.path
         if not result['changed'] and os.path.exists(path):
             # mode/owner-only changes; the call itself honours check mode
             result['changed'] = module.set_fs_attributes_if_different(_file_args(module, path), False)
     except ConfigError as exc:
-        if tmp:
-            remove_quietly(tmp)
         fail_after_writes(module, ctx, str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None))
     except LedgerError as exc:
-        if tmp:
-            remove_quietly(tmp)
         fail_after_writes(module, ctx, str(exc))
-    except Exception as exc:  # never leave a temp file behind, whatever failed
-        if tmp:
-            remove_quietly(tmp)
+    except Exception as exc:  # never leave a temp file behind, whatever failed (run() removed them)
         fail_after_writes(module, ctx, 'nodeguard failed on %s: %s' % (params.get('path'), exc),
                           exception=traceback.format_exc())
-    finally:
-        for lk in reversed(locks):
-            lk.release()
     for w in ctx.warnings:
         module.warn(w)
     ctx.warnings = []

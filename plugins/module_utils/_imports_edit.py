@@ -446,14 +446,17 @@ def _insert_position(arr, keys, k, position):
     return max(earlier) + 1 if earlier else 0
 
 
-def apply_imports(doc, ledger, ctx, params, ignore_missing=None):
-    """The containerd_imports edit: see the module's documentation."""
+def apply_imports(doc, ledger, ctx, params):
+    """The containerd_imports edit: see the module's documentation.
+
+    Entries it prunes, and those require_exists: false adds before their
+    file exists, are known to be missing: ctx.allow_missing_import lets the
+    engine's built-in check pass them (every other missing import refuses).
+    """
     owner = params['owner']
     state = params.get('state') or 'present'
     position = params.get('position') or 'append'
     wanted_in = params.get('imports') or []
-    if ignore_missing is not None:
-        ignore_missing.clear()
     arr = ImportsArray(doc)
     flags = dict(created_key=False)
     added, removed, pruned, kept = [], [], [], []
@@ -478,8 +481,8 @@ def apply_imports(doc, ledger, ctx, params, ignore_missing=None):
             removed_now = arr.remove_key(key)
             if removed_now:
                 pruned.append(entry)
-                if ignore_missing is not None:
-                    ignore_missing.update(removed_now)
+                for gone in removed_now:
+                    ctx.allow_missing_import(gone)
             _release_records(ledger, ledger.select(kind=KIND, resource=resource_of(key)), flags)
 
     if state == 'present':
@@ -502,8 +505,7 @@ def apply_imports(doc, ledger, ctx, params, ignore_missing=None):
                                       % (doc.path, entry, full), key='imports')
                 ctx.warn('%s: %s imports %s, which does not exist yet: containerd will refuse to start until it '
                          'does' % (doc.path, entry, full))
-                if ignore_missing is not None:
-                    ignore_missing.add(entry)
+                ctx.allow_missing_import(entry)
             if not params.get('allow_plugin_override'):
                 if containerd_ver is False:
                     containerd_ver = ctx.containerd_version

@@ -312,21 +312,44 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
     return errors
 
 
+# The validate option: auto (the node's "containerd config dump"), load (that
+# and a real start), none, or a command with %s for the candidate file.
+VALIDATE_WORDS = (None, 'auto', 'none', 'load')
+
+
+def require_placeholder(validate):
+    """The one %s rule: a validate command must name the candidate file, or nothing could be checked."""
+    if validate not in VALIDATE_WORDS and '%s' not in validate:
+        raise ConfigError('validate must contain %%s (replaced by the candidate file), got %r. Nothing was '
+                          'written. Fix: e.g. validate: "containerd --config %%s config dump".' % validate,
+                          key='validate')
+
+
+def validate_command(validate, containerd_bin, candidate_path):
+    """The command that judges candidate_path, or None (validation off, or auto without a binary)."""
+    if validate in (None, 'none'):
+        return None
+    if validate in ('auto', 'load'):
+        return [containerd_bin, '--config', candidate_path, 'config', 'dump'] if containerd_bin else None
+    require_placeholder(validate)
+    return [arg.replace('%s', candidate_path) for arg in shlex.split(validate)]
+
+
+def validation_failed(cmd, rc, out, err, candidate_path, real=None):
+    """The one message for a validate command that refused the candidate (the candidate shown as %s)."""
+    real = real or (lambda s: s)
+    lines = [real(line) for line in (err or out or '').strip().splitlines() if line.strip()]
+    return 'validation "%s" failed (rc=%s): %s' % (' '.join(cmd).replace(candidate_path, '%s'), rc,
+                                                   ' | '.join(lines[-3:]) or 'no output')
+
+
 def run_validate(run_command, validate, containerd_bin, candidate_path):
     """Run the user's or containerd's own validation on the candidate file.
 
     Returns (command, rc, stdout, stderr) or None when validation is off.
     """
-    if validate in (None, 'none'):
+    cmd = validate_command(validate, containerd_bin, candidate_path)
+    if cmd is None:
         return None
-    if validate == 'auto':
-        if not containerd_bin:
-            return None
-        cmd = [containerd_bin, '--config', candidate_path, 'config', 'dump']
-    else:
-        if '%s' not in validate:
-            raise ConfigError('validate must contain %%s (the candidate file), got %r' % validate,
-                              key='validate')
-        cmd = [arg.replace('%s', candidate_path) for arg in shlex.split(validate)]
     rc, out, err = run_command(cmd)
     return cmd, rc, out, err

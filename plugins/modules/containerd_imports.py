@@ -287,11 +287,7 @@ def main():
     )
     argument_spec.update(COMMON_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    # entries the callback allows to be missing (require_exists: false, pruned)
-    ignore_missing = set()
-    run_transaction(module,
-                    lambda doc, ledger, ctx: apply_imports(doc, ledger, ctx, module.params, ignore_missing),
-                    ignore_missing_imports=ignore_missing,
+    run_transaction(module, lambda doc, ledger, ctx: apply_imports(doc, ledger, ctx, module.params),
                     allow_plugin_override=module.params['allow_plugin_override'])
 
 

@@ -30,9 +30,13 @@ class Ctx(object):
         self.path = path
         self.containerd_version = version
         self.warnings = []
+        self.missing_allowed = set()
 
     def warn(self, msg):
         self.warnings.append(msg)
+
+    def allow_missing_import(self, entry):
+        self.missing_allowed.add(entry)
 
 
 def params(imports, owner='nodeguard', **kw):
