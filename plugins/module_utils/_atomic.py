@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import binascii
 import errno
 import fcntl
 import hashlib
@@ -252,3 +253,58 @@ def clean_stale_temps(path, older_than=0):
             except OSError:
                 pass
     return removed
+
+
+def _temp_name(path):
+    """A fresh temporary name beside path, of the form clean_stale_temps removes."""
+    folder, name = os.path.split(path)
+    token = binascii.hexlify(os.urandom(6)).decode('ascii')
+    return os.path.join(folder or '.', '.%s.%s%s' % (name, token, TEMP_SUFFIX))
+
+
+def atomic_write_stream(path, src, mode=None, uid=None, gid=None, chunk=1 << 20):
+    """atomic_write for a file object: its bytes are copied in chunks, never held in memory whole.
+
+    A kata payload has files of hundreds of MB; the temporary file has the
+    same name pattern as write_temp's, so clean_stale_temps finds it.
+    """
+    folder, name = os.path.split(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if mode is None:
+        mode = stat.S_IMODE(st.st_mode) if st else 0o644
+    fd, tmp = tempfile.mkstemp(prefix='.' + name + '.', suffix=TEMP_SUFFIX, dir=folder or '.')
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            for block in iter(lambda: src.read(chunk), b''):
+                f.write(block)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            if uid is not None or gid is not None:
+                os.fchown(f.fileno(), -1 if uid is None else uid, -1 if gid is None else gid)
+            os.fsync(f.fileno())
+        commit_temp(tmp, path)
+    except BaseException:
+        remove_quietly(tmp)
+        raise
+
+
+def atomic_symlink(path, target):
+    """Make path a symbolic link to target in one rename (an existing file or link is replaced whole)."""
+    for _attempt in range(100):
+        tmp = _temp_name(path)
+        try:
+            os.symlink(target, tmp)
+            break
+        except OSError as exc:
+            if exc.errno != errno.EEXIST:
+                raise
+    else:
+        raise OSError(errno.EEXIST, 'no free temporary name beside %s' % path)
+    try:
+        commit_temp(tmp, path)
+    except BaseException:
+        remove_quietly(tmp)
+        raise

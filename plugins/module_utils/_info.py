@@ -344,6 +344,72 @@ def ledger_facts(state_dir, files):
     return out, problems
 
 
+# ------------------------------------------------------------------ one owner, named files
+def _name_of(resource, prefix):
+    return resource[len(prefix):].split('#', 1)[0]
+
+
+def owned_facts(state_dir, path, owner, files):
+    """What the ledgers say owner added: config.toml's records by kind, and which of files it wrote or created."""
+    out = dict(owner=owner, runtimes=[], tables=[], settings=[], imports=[], files=[], error=None)
+    try:
+        records = Ledger.load(state_dir, path).records
+    except LedgerError as exc:
+        out['error'] = _plain_msg(exc)
+        records = []
+    for rec in records:
+        if not isinstance(rec, dict) or rec.get('owner') != owner or rec.get('kind') == 'released':
+            continue
+        resource = str(rec.get('resource') or '')
+        for prefix, key in (('runtime:', 'runtimes'), ('setting:', 'settings'), ('import:', 'imports')):
+            if resource.startswith(prefix):
+                name = _name_of(resource, prefix) if key == 'runtimes' else resource[len(prefix):]
+                if name not in out[key]:
+                    out[key].append(name)
+                if key == 'runtimes' and rec.get('kind') == 'table' and name not in out['tables']:
+                    out['tables'].append(name)
+    for name, item in sorted(files.items()):
+        if owner in item['owners']:
+            out['files'].append(name)
+    return out
+
+
+def file_facts(state_dir, paths, view, ver):
+    """Each named path: exists, type, sha256, imported (a plain entry of the tree names it), loaded, owners."""
+    named = {}
+    for path, data in view.files:
+        entries = data.get('imports')
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, str) and not is_glob(entry):
+                named.setdefault(import_pattern(entry, path, ver), []).append(path)
+    loaded = set(p for p, _d in view.files)
+    out, problems = {}, []
+    for given in paths:
+        path = os.path.abspath(given)
+        kind = None
+        if os.path.islink(path):
+            kind = 'link'
+        elif os.path.isdir(path):
+            kind = 'directory'
+        elif os.path.isfile(path):
+            kind = 'file'
+        elif os.path.lexists(path):
+            kind = 'other'
+        raw = read_bytes(path) if kind == 'file' else None
+        owners = []
+        try:
+            # records of containerd_dropin: the owner that wrote the file or created the folder
+            owners = sorted(set(str(r.get('owner')) for r in Ledger.load(state_dir, path).records
+                                if r.get('kind') in ('file', 'folder')))
+        except LedgerError as exc:
+            problems.append(_plain_msg(exc))
+        out[given] = dict(path=path, exists=kind is not None, type=kind,
+                          sha256=sha256_bytes(raw) if raw is not None else None,
+                          imported=path in named, imported_by=_unique(named.get(path, [])), loaded=path in loaded,
+                          owners=owners)
+    return out, problems
+
+
 # ------------------------------------------------------------------ drift
 def drift_facts(module, ctx, path, data, dump):
     """Drift of the node from a baseline, by containerd_baseline state=check's own code (read-only, no lock)."""
@@ -419,6 +485,13 @@ def gather(module):
         facts.update(dump_confirmed=not disagree, dump_disagreements=disagree)
     elif dump_ran:
         facts['dump_confirmed'] = False  # config dump failed: containerd does not load this tree
+    files, file_problems = file_facts(params['state_dir'], params.get('files') or [], view, ver)
+    problems.extend(file_problems)
+    facts['files'] = files
+    if params.get('owner'):
+        facts['owned'] = owned_facts(params['state_dir'], path, params['owner'], files)
+        if facts['owned']['error'] and facts['owned']['error'] not in problems:
+            problems.append(facts['owned']['error'])
     if params.get('baseline'):
         facts['drift'] = drift_facts(module, ctx, path, data, dump)
     facts['problems'] = _unique(problems)

@@ -91,6 +91,18 @@ options:
         M(nodeguard.containerd.containerd_baseline). Default V(cri.runtimes.runc) and V(cri.default_runtime_name).
     type: list
     elements: str
+  owner:
+    description:
+      - A ledger owner. RV(owned) then lists what the ledger of O(path) says it added (runtimes, settings, imports)
+        and which of O(files) it wrote or created (M(nodeguard.containerd.containerd_dropin)).
+    type: str
+  files:
+    description:
+      - Paths to report in RV(files) (whether they exist, their SHA-256, whether the tree imports or loads them,
+        which owner wrote them), for example drop-ins a role manages.
+    type: list
+    elements: path
+    default: []
   lock_timeout:
     description:
       - Accepted so that C(module_defaults) for the C(group/nodeguard.containerd.containerd) action group reach
@@ -365,6 +377,37 @@ ledgers:
       in_sync: true
       note: null
       error: null
+owned:
+  description:
+    - What the ledgers say O(owner) added. C(runtimes) (runtime handler names with records in config.toml's ledger),
+      C(tables) (those whose whole table it created), C(settings) (dotted keys it set with
+      M(nodeguard.containerd.containerd_setting); give them back with O(nodeguard.containerd.containerd_setting#module:raw=true)),
+      C(imports) (resolved paths it imported), C(files) (entries of O(files) it wrote or created), C(error) (why
+      config.toml's ledger could not be read; null otherwise).
+  returned: when O(owner) is given
+  type: dict
+  sample: {owner: coco, runtimes: [kata-qemu], tables: [kata-qemu],
+           settings: ['plugins."io.containerd.grpc.v1.cri".containerd.disable_snapshot_annotations'],
+           imports: [/etc/containerd/config.toml.d/nydus-snapshotter.toml],
+           files: [/etc/containerd/config.toml.d/nydus-snapshotter.toml], error: null}
+files:
+  description:
+    - For each path of O(files) (as given), C(path) (absolute), C(exists), C(type) (V(file), V(directory), V(link),
+      V(other) or null), C(sha256) (of a regular file; null otherwise), C(imported) (a plain C(imports) entry of
+      the tree names it), C(imported_by) (those files), C(loaded) (containerd loads it, also through a glob) and
+      C(owners) (owners whose ledger record says they wrote the file or created the folder).
+  returned: success
+  type: dict
+  sample:
+    /etc/containerd/config.toml.d/nydus-snapshotter.toml:
+      path: /etc/containerd/config.toml.d/nydus-snapshotter.toml
+      exists: true
+      type: file
+      sha256: 5d2c...
+      imported: true
+      imported_by: [/etc/containerd/config.toml]
+      loaded: true
+      owners: [coco]
 drift:
   description:
     - How the node differs from the baseline O(baseline), computed as by
@@ -433,6 +476,8 @@ def main():
         baseline=dict(type='str'),
         baseline_store=dict(type='path', default='/var/lib/nodeguard/baselines'),
         protect=dict(type='list', elements='str'),
+        owner=dict(type='str'),
+        files=dict(type='list', elements='path', default=[]),
     )
     for key in COMMON_OPTIONS:
         argument_spec[key] = dict(COMMON_ARGUMENT_SPEC[key])

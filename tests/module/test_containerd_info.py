@@ -417,3 +417,54 @@ def test_group_module_defaults_reach_containerd_info(workdir, config):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert re.search(r'localhost\s*:\s*ok=2\s+changed=0', proc.stdout), proc.stdout[-2000:]
     assert not os.path.exists(os.path.join(workdir, 'state'))
+
+
+# ------------------------------------------------------------------ owner and files (the coco role's facts)
+def test_owned_by_one_owner_and_named_files(info, run_module, workdir, config):
+    """What the coco role reads instead of its node script: one owner's records, its drop-ins, a glob import."""
+    path = config('v2_debian_stock.toml')
+    etc = os.path.dirname(path)
+    dropin = os.path.join(etc, 'conf.d', 'nydus.toml')
+    globbed = os.path.join(etc, 'glob.d', 'extra.toml')
+    run_module('containerd_dropin', path=path, dropin=dropin, owner='coco',
+               content='version = 2\n[proxy_plugins.nydus]\n  type = "snapshot"\n  address = "/run/n.sock"\n')
+    run_module('containerd_imports', path=path, imports=[dropin], owner='coco')
+    run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco', runtime_type=KATA_TYPE,
+               containerd_bin=CONTAINERD_1)
+    run_module('containerd_setting', path=path, key='images.disable_snapshot_annotations', value=False, owner='coco')
+    run_module('containerd_runtime', path=path, name='nvidia', owner='gpu', containerd_bin=CONTAINERD_1,
+               options={'BinaryName': '/usr/bin/nvidia-container-runtime'})
+    os.makedirs(os.path.dirname(globbed))
+    with open(globbed, 'w') as f:
+        f.write('version = 2\n')
+    run_module('containerd_imports', path=path, imports=[os.path.join(etc, 'glob.d', '*.toml')], owner='gpu')
+    missing = os.path.join(etc, 'nothing.toml')
+    res = info(path=path, owner='coco', files=[dropin, os.path.dirname(dropin), globbed, missing], dump=False)
+    owned = res['owned']
+    assert owned['runtimes'] == ['kata-qemu'] and owned['tables'] == ['kata-qemu']
+    assert owned['settings'] == ['plugins."io.containerd.grpc.v1.cri".containerd.disable_snapshot_annotations']
+    assert owned['imports'] == [dropin]
+    assert owned['files'] == sorted([dropin, os.path.dirname(dropin)]) and owned['error'] is None
+    files = res['files']
+    assert files[dropin]['exists'] and files[dropin]['type'] == 'file' and files[dropin]['imported']
+    assert files[dropin]['imported_by'] == [path] and files[dropin]['loaded']
+    assert files[dropin]['sha256'] and files[dropin]['owners'] == ['coco']
+    assert files[os.path.dirname(dropin)]['type'] == 'directory'
+    # loaded through a glob, but no plain entry names it: deleting it leaves no dangling import
+    assert files[globbed]['loaded'] and not files[globbed]['imported'] and files[globbed]['owners'] == []
+    assert files[missing] == dict(path=missing, exists=False, type=None, sha256=None, imported=False,
+                                  imported_by=[], loaded=False, owners=[])
+    gpu = info(path=path, owner='gpu', dump=False)['owned']
+    assert gpu['runtimes'] == ['nvidia'] and gpu['imports'] == [os.path.join(etc, 'glob.d', '*.toml')]
+    assert 'owned' not in info(path=path, dump=False)
+
+
+def test_owned_reports_a_damaged_ledger(info, run_module, workdir, config):
+    path = config('v2_debian_stock.toml')
+    run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco', runtime_type=KATA_TYPE)
+    name = os.path.abspath(path).strip('/').replace('%', '%25').replace('/', '%2F')
+    with open(os.path.join(workdir, 'state', 'ledger', name + '.json'), 'w') as f:
+        f.write('{not json')
+    res = info(path=path, owner='coco', dump=False)
+    assert 'damaged' in res['owned']['error'] and res['owned']['runtimes'] == []
+    assert res['owned']['error'] in res['problems']
