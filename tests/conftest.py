@@ -2,7 +2,6 @@
 """Shared fixtures: the collection on sys.path, modules run the way Ansible
 runs them, and the real containerd binaries that judge every result."""
 
-import importlib.util
 import json
 import os
 import shutil
@@ -272,15 +271,3 @@ def containerd_daemon():
     for d in started:
         d.stop()
         shutil.rmtree(d.base, ignore_errors=True)
-
-
-READINESS_HELPER = os.path.join(REPO, 'roles', 'node_readiness', 'files', 'nodeguard_readiness.py')
-
-
-@pytest.fixture(scope='module')
-def nr():
-    """roles/node_readiness/files/nodeguard_readiness.py (a script the role copies to the node) as a module."""
-    spec = importlib.util.spec_from_file_location('nodeguard_readiness', READINESS_HELPER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

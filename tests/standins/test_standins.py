@@ -24,7 +24,7 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STANDINS = os.path.join(REPO, "tests", "standins")
-HELPER = os.path.join(REPO, "roles", "node_readiness", "files", "nodeguard_readiness.py")
+SYSTEMCTL_ACTIVE = '#!/bin/sh\nprintf "ActiveState=active\\nSubState=running\\nResult=success\\nLoadState=loaded\\n"\n'
 MAKE_PROBE = os.path.join(REPO, "tests", "images", "make_probe_image.py")
 BUSYBOX = "/bin/busybox"
 PROBE_IMAGE = "localhost/ng-probe:latest"
@@ -161,34 +161,27 @@ state = "{base}/state"
         sh(["umount", "-l", mnt])
 
 
-def inspect(env, handlers, pass_config_path=True):
-    res = sh(
-        [
-            sys.executable,
-            HELPER,
-            "inspect",
-            "--config",
-            env["config"],
-            "--address",
-            env["address"],
-            "--handlers",
-            json.dumps(handlers),
-            "--probe-image",
-            PROBE_IMAGE,
-            "--pass-config-path",
-            str(pass_config_path).lower(),
-        ]
-    )
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
+@pytest.fixture
+def check(env, run_module, tmp_path):
+    """containerd_readiness step=check through these handlers; (report, {handler: probe result})."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text(SYSTEMCTL_ACTIVE)
+    (bin_dir / "systemctl").chmod(0o755)
+
+    def run(handlers, pass_config_path=True, expect_fail=False):
+        res = run_module("containerd_readiness", expect_fail=expect_fail, path=env["config"], address=env["address"],
+                         handlers=handlers, probe_image=PROBE_IMAGE, probe_image_required=True,
+                         pass_config_path=pass_config_path, kubernetes="false", timeout=30,
+                         env={"PATH": "%s:%s" % (bin_dir, os.environ["PATH"])})
+        report = res["readiness"]
+        report["by_name"] = {c["name"]: c for c in report["checks"]}
+        return report, report["probes"]
+    return run
 
 
-def probe(handler):
-    res = sh(
-        [sys.executable, HELPER, "probe", "--argv", json.dumps(handler["probe_argv"]), "--id", handler["probe_id"], "--timeout", "60"]
-    )
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
+def probe_id(probe):
+    return probe["argv"][-2]  # ... image, id, /bin/true
 
 
 def log(env, name):
@@ -211,80 +204,77 @@ def test_kata_payload_layout(env):
     assert again.read_bytes() == env["tarball"].read_bytes()
 
 
-def test_cri_plugin_loads_with_the_stand_in_runtimes(env):
-    info = inspect(env, ["runc", "nvidia", "kata-qemu", "kata-clh"])
-    assert info["dump_rc"] == 0, info["dump_error"]
-    assert info["cri_plugins"] == {"io.containerd.grpc.v1.cri": "ok"}
-    assert all(h["present"] for h in info["handlers"])
-    assert info["probe_image_present"]
+def test_cri_plugin_loads_with_the_stand_in_runtimes(check):
+    report, probes = check([{"name": h, "probe": False} for h in ("runc", "nvidia", "kata-qemu", "kata-clh")])
+    assert report["ok"], report["failed"]
+    assert report["by_name"]["config_dump"]["status"] == "pass"
+    assert report["containerd"]["cri_plugins"] == {"io.containerd.grpc.v1.cri": "ok"}
+    assert all(report["by_name"]["handler:" + h]["status"] == "pass" for h in ("runc", "nvidia", "kata-qemu", "kata-clh"))
+    assert probes == {}
 
 
-def test_probe_through_runc(env):
-    handler = inspect(env, ["runc"])["handlers"][0]
-    assert handler["probe_argv"][handler["probe_argv"].index("--runtime") + 1] == "io.containerd.runc.v2"
-    assert "--runc-binary" not in handler["probe_argv"]
-    res = probe(handler)
-    assert res["ok"], res
-    assert handler["probe_id"] not in log(env, "nvidia.log") + log(env, "kata.log")
+def test_probe_through_runc(env, check):
+    report, probes = check(["runc"])
+    assert report["by_name"]["probe:runc"]["status"] == "pass", report["by_name"]["probe:runc"]
+    argv = probes["runc"]["argv"]
+    assert argv[argv.index("--runtime") + 1] == "io.containerd.runc.v2"
+    assert "--runc-binary" not in argv
+    assert probe_id(probes["runc"]) not in log(env, "nvidia.log") + log(env, "kata.log")
 
 
-def test_probe_through_nvidia_binary_name(env):
-    handler = inspect(env, ["nvidia"])["handlers"][0]
-    argv = handler["probe_argv"]
+def test_probe_through_nvidia_binary_name(env, check):
+    report, probes = check(["nvidia"])
+    probe = probes["nvidia"]
+    assert probe["ok"], probe
+    argv = probe["argv"]
     assert argv[argv.index("--runc-binary") + 1] == os.path.join(STANDINS, "nvidia-container-runtime")
-    res = probe(handler)
-    assert res["ok"], res
-    lines = [line for line in log(env, "nvidia.log").splitlines() if handler["probe_id"] in line]
+    lines = [line for line in log(env, "nvidia.log").splitlines() if probe_id(probe) in line]
     # runc is called for create, start and delete at least, each through the stand-in.
     assert any(" create " in line for line in lines), lines
     assert any(" start " in line for line in lines), lines
     assert len(lines) >= 3
 
 
-def test_probe_through_kata_runtime_path(env):
-    handler = inspect(env, ["kata-qemu"], pass_config_path=False)["handlers"][0]
-    argv = handler["probe_argv"]
+def test_probe_through_kata_runtime_path(env, check):
+    report, probes = check(["kata-qemu"], pass_config_path=False)
+    probe = probes["kata-qemu"]
+    assert probe["ok"], probe
+    argv = probe["argv"]
     assert argv[argv.index("--runtime") + 1] == env["shim"]
     assert "--runtime-config-path" not in argv
-    assert any("ConfigPath" in note for note in handler["probe_notes"])
-    res = probe(handler)
-    assert res["ok"], res
-    lines = [line for line in log(env, "kata.log").splitlines() if handler["probe_id"] in line]
+    assert "ConfigPath" in report["by_name"]["probe:kata-qemu"]["reason"]  # the note says it was left out
+    lines = [line for line in log(env, "kata.log").splitlines() if probe_id(probe) in line]
     assert lines and all(env["shim"] in line for line in lines), lines
     assert any(line.endswith(" start") for line in lines), lines
 
 
-def test_probe_through_kata_shim_in_path(env):
-    handler = inspect(env, ["kata-clh"])["handlers"][0]
-    argv = handler["probe_argv"]
-    assert argv[argv.index("--runtime") + 1] == "io.containerd.kata-clh.v2"
-    res = probe(handler)
-    assert res["ok"], res
-    lines = [line for line in log(env, "kata.log").splitlines() if handler["probe_id"] in line]
+def test_probe_through_kata_shim_in_path(env, check):
+    probe = check(["kata-clh"])[1]["kata-clh"]
+    assert probe["ok"], probe
+    assert probe["argv"][probe["argv"].index("--runtime") + 1] == "io.containerd.kata-clh.v2"
+    lines = [line for line in log(env, "kata.log").splitlines() if probe_id(probe) in line]
     assert lines and all("containerd-shim-kata-clh-v2" in line for line in lines), lines
 
 
-def test_probe_fails_when_the_handler_binary_is_missing(env):
+def test_probe_fails_when_the_handler_binary_is_missing(env, check):
     """The probe really uses the handler's own settings: a bad BinaryName fails it."""
-    handler = inspect(env, ["broken"])["handlers"][0]
-    res = probe(handler)
-    assert not res["ok"]
-    assert "no-such-runtime" in res["stderr"] or res["rc"] != 0
-    assert handler["probe_id"] not in sh(env["ctr"] + ["-n", "k8s.io", "containers", "ls", "-q"]).stdout
+    report, probes = check(["broken"], expect_fail=True)
+    assert report["failed"] == ["probe:broken"]
+    assert "no-such-runtime" in probes["broken"]["stderr"] or probes["broken"]["rc"] != 0
+    assert probe_id(probes["broken"]) not in sh(env["ctr"] + ["-n", "k8s.io", "containers", "ls", "-q"]).stdout
 
 
-def test_kata_config_path_is_refused_by_the_runc_based_stand_in(env):
+def test_kata_config_path_is_refused_by_the_runc_based_stand_in(env, check):
     """Why test nodes set node_readiness_pass_config_path=false.
 
     A real kata shim reads options.ConfigPath; the stand-in hands the
     request to the runc shim, which does not know kata's option type.
     """
-    handler = inspect(env, ["kata-qemu"], pass_config_path=True)["handlers"][0]
-    argv = handler["probe_argv"]
+    probe = check(["kata-qemu"], pass_config_path=True, expect_fail=True)[1]["kata-qemu"]
+    argv = probe["argv"]
     assert argv[argv.index("--runtime-config-path") + 1].endswith("configuration-qemu.toml")
-    res = probe(handler)
-    assert not res["ok"]
-    assert "runtimeoptions.v1.Options" in res["stderr"], res["stderr"]
+    assert not probe["ok"]
+    assert "runtimeoptions.v1.Options" in probe["stderr"], probe["stderr"]
 
 
 def test_probe_image_builder_is_reproducible(tmp_path):

@@ -1,0 +1,236 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The readiness checks and their report (containerd_readiness step=check; the fact nodeguard_readiness).
+
+Each check is {name, status pass/fail/skip, required, reason}; the report
+says ok when no required check failed. The checks, in order:
+containerd_active, config_dump, imports_exist, imports_unique, cri_plugin,
+handler:<name> and probe:<name> per expected handler, baseline_drift,
+kubernetes_node_ready and static_pod:<name>.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_drift import evaluate_drift
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_kube import kubernetes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_probe import (
+    handlers as expected_handlers,
+    probe_image,
+    run_probe,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_service import (
+    DEFAULT_ADDRESS,
+    cri_plugin_ids,
+    cri_status,
+    plugins_ls,
+    wait_ready,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_tree import (
+    Tree,
+    config_dump,
+    dump_runtimes,
+    parse_dump,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import get_in
+
+
+class Checks(object):
+    def __init__(self, optional):
+        self.items = []
+        self.optional = set(optional or [])
+
+    def add(self, name, status, reason, required=True):
+        self.items.append(dict(name=name, status=status, reason=reason,
+                               required=bool(required) and name not in self.optional))
+
+    def count(self, status):
+        return sum(c['status'] == status for c in self.items)
+
+
+def read_config(ctx, p):
+    """The config side, before any wait: the tree, the live config (config dump), its runtimes and socket."""
+    path = p['path']
+    info = dict(tree=Tree(path, ctx.containerd_version), dump_error='', effective_version=None, runtimes={},
+                default_runtime_name=None)
+    rc, out, err = config_dump(ctx, path)
+    info['dump_rc'] = rc
+    dump = None
+    if rc != 0:
+        info['dump_error'] = (err.strip().splitlines() or [''])[-1] if err else out.strip()[-400:]
+    else:
+        dump, why = parse_dump(out)
+        if dump is None:
+            info.update(dump_rc=-1, dump_error=why)
+    if dump is not None:
+        info['effective_version'] = dump.get('version')
+        info['runtimes'], info['default_runtime_name'] = dump_runtimes(dump)
+    info['address'] = p['address'] or get_in(dump or {}, ('grpc', 'address')) or DEFAULT_ADDRESS
+    return info
+
+
+def read_live(ctx, p, info, check_mode):
+    """The daemon side: CRI plugin status, the expected handlers with their probe command lines, the probe image."""
+    rows, info['plugins_error'] = plugins_ls(p['ctr'], info['address'])
+    ids = cri_plugin_ids(ctx.containerd_version, rows)
+    info['cri_plugins'] = cri_status(rows, ids) if rows is not None else dict((pid, 'unknown') for pid in ids)
+    opts = dict(ctr=p['ctr'], address=info['address'], namespace=p['probe_namespace'], probe_image=p['probe_image'],
+                probe_command=p['probe_command'], pass_config_path=p['pass_config_path'])
+    info['handlers'] = expected_handlers(p['handlers'], info['runtimes'], opts, p['probe'])
+    if any(h['probe'] and h['present'] for h in info['handlers']) and p['ctr']:
+        info.update(probe_image(opts, p['probe_archive'], may_import=not check_mode))
+    else:
+        info.update(probe_image=p['probe_image'], probe_image_present=False)
+    return info
+
+
+def _check_tree(add, info, p):
+    if info['dump_rc'] == 0:
+        add('config_dump', 'pass', 'containerd config dump of %s succeeded (version %s)'
+            % (p['path'], info['effective_version']))
+    else:
+        add('config_dump', 'fail', 'containerd --config %s config dump failed: %s'
+            % (p['path'], info['dump_error'] or info['dump_rc']))
+    tree = info['tree']
+    if tree.parse_error:
+        add('imports_exist', 'fail', 'cannot read imports: %s' % tree.parse_error)
+        add('imports_unique', 'fail', 'cannot read imports: %s' % tree.parse_error)
+        return
+    n_entries = len(tree.entries)
+    if tree.missing:
+        add('imports_exist', 'fail', 'missing import(s): %s' % ', '.join(tree.missing))
+    elif tree.errors:
+        add('imports_exist', 'fail', '; '.join(tree.errors))
+    else:
+        add('imports_exist', 'pass', '%d import entr%s, every non-glob one exists'
+            % (n_entries, 'y' if n_entries == 1 else 'ies'))
+    if tree.duplicates:
+        add('imports_unique', 'fail', 'imported more than once: %s' % ', '.join(tree.duplicates))
+    else:
+        add('imports_unique', 'pass', 'no file imported twice')
+
+
+def _check_handlers(add, info, wait, p):
+    probes = {}
+    for handler in info['handlers']:
+        name, required = handler['name'], handler['required']
+        if handler['present']:
+            desc = handler.get('runtime_type') or '?'
+            if handler.get('runtime_path'):
+                desc += ' via ' + handler['runtime_path']
+            if (handler.get('options') or {}).get('BinaryName'):
+                desc += ' BinaryName=' + handler['options']['BinaryName']
+            add('handler:' + name, 'pass', 'runtime %s in the effective config (%s)' % (name, desc), required)
+        else:
+            has = ', '.join(sorted(info['runtimes'])) or 'none'
+            add('handler:' + name, 'fail', 'no runtime %s in the effective config (has: %s)' % (name, has), required)
+        if not handler['probe']:
+            add('probe:' + name, 'skip', 'probe disabled for this handler', False)
+            continue
+        if not handler['present']:
+            add('probe:' + name, 'fail', 'handler %s not in the effective config' % name, required)
+            continue
+        if not wait['ok']:
+            add('probe:' + name, 'fail', 'containerd not ready: %s' % wait['msg'], required)
+            continue
+        if not info['probe_image_present']:
+            reason = 'probe image %s not in containerd namespace %s' % (info['probe_image'], p['probe_namespace'])
+            if info.get('probe_image_import_error'):
+                reason += ' (import of %s failed: %s)' % (p['probe_archive'], info['probe_image_import_error'])
+            elif info.get('probe_image_import_skipped'):
+                reason += ' (not imported from %s in check mode)' % p['probe_archive']
+            if p['probe_image_required']:
+                add('probe:' + name, 'fail', reason, required)
+            else:
+                add('probe:' + name, 'skip', reason + '; set node_readiness_probe_image or node_readiness_probe_archive',
+                    False)
+            continue
+        res = run_probe(handler['probe_argv'], handler['probe_id'], p['probe_timeout'])
+        probes[name] = res
+        notes = ('; ' + '; '.join(handler['probe_notes'])) if handler['probe_notes'] else ''
+        if res['ok']:
+            add('probe:' + name, 'pass', 'probe container exited 0 in %.2f s through %s%s'
+                % (res['seconds'], name, notes), required)
+        else:
+            last = (res['stderr'].strip().splitlines() or res['stdout'].strip().splitlines() or [''])[-1]
+            add('probe:' + name, 'fail', 'probe container through %s: rc=%s %s%s' % (name, res['rc'], last, notes),
+                required)
+    return probes
+
+
+def _tree_files(tree):
+    files = [os.path.abspath(tree.path)]
+    for entry in tree.entries:
+        files.extend(f for f in (entry['files'] if entry['glob'] else [entry['path']]) if f not in files)
+    return files
+
+
+def _check_drift(add, info, p):
+    if not p['check_drift']:
+        add('baseline_drift', 'skip', 'disabled (node_readiness_check_drift: false)', False)
+        return None
+    drift = evaluate_drift(p['drift_result'], p['state_dir'], _tree_files(info['tree']), p['drift_accounted'],
+                           p['baseline_name'])
+    if drift is None:
+        add('baseline_drift', 'fail', 'drift check enabled but no containerd_baseline result was given')
+    else:
+        add('baseline_drift', drift['status'], drift['reason'], drift['status'] != 'skip')
+    return drift
+
+
+def _check_kubernetes(add, p):
+    if p['kubernetes'] == 'false':
+        add('kubernetes_node_ready', 'skip', 'disabled (node_readiness_kubernetes: false)', False)
+        return None
+    kube = kubernetes(p['kubectl'], p['kubeconfig'], p['node_name'], p['static_pods'], p['kube_timeout'])
+    if not kube['ran']:
+        status = 'fail' if p['kubernetes'] == 'true' else 'skip'
+        add('kubernetes_node_ready', status, kube['reason'], status == 'fail')
+        return kube
+    add('kubernetes_node_ready', 'pass' if kube['ready'] else 'fail', 'node %s: %s' % (kube['node'], kube['reason']))
+    for pod, res in sorted(kube['static_pods'].items()):
+        add('static_pod:' + pod, 'pass' if res['ok'] else 'fail', res['reason'])
+    return kube
+
+
+def readiness(ctx, p, version_text, check_mode):
+    """Every check, one report (the fact nodeguard_readiness). p: the module's parameters, ctr resolved."""
+    checks = Checks(p['optional_checks'])
+    add = checks.add
+    info = read_config(ctx, p)
+    # on the socket the config names; reset-failed is a change, not made in check mode
+    wait = wait_ready(p['service'], p['ctr'], info['address'], ctx.containerd_version, p['timeout'], p['interval'],
+                      reset_failed=p['reset_failed'] and not check_mode)
+    read_live(ctx, p, info, check_mode)
+    if wait['active_state'] == 'active':
+        add('containerd_active', 'pass', '%s active (containerd %s)' % (p['service'], version_text))
+    else:
+        add('containerd_active', 'fail', '%s: %s' % (p['service'], wait['msg']))
+    _check_tree(add, info, p)
+    cri = wait['cri_plugins'] if wait['ok'] else info['cri_plugins']
+    bad = dict((k, v) for k, v in cri.items() if v != 'ok')
+    if cri and not bad:
+        add('cri_plugin', 'pass', ', '.join('%s ok' % k for k in sorted(cri)))
+    else:
+        detail = ', '.join('%s=%s' % kv for kv in sorted(bad.items())) or info.get('plugins_error') or 'no plugin list'
+        add('cri_plugin', 'fail', 'CRI plugin not ok: %s' % detail)
+    probes = _check_handlers(add, info, wait, p)
+    drift = _check_drift(add, info, p)
+    kube = _check_kubernetes(add, p)
+    failed = [c['name'] for c in checks.items if c['status'] == 'fail' and c['required']]
+    return dict(
+        ok=not failed, failed=failed,
+        warnings=[c['name'] for c in checks.items if c['status'] == 'fail' and not c['required']],
+        summary='%d passed, %d failed, %d skipped' % (checks.count('pass'), checks.count('fail'), checks.count('skip')),
+        checks=checks.items,
+        containerd=dict(version=version_text, config_path=p['path'], config_version=info['tree'].config_version,
+                        runtimes=sorted(info['runtimes']), default_runtime_name=info['default_runtime_name'],
+                        cri_plugins=cri, came_back_seconds=wait.get('came_back_seconds'),
+                        startup_seconds=wait.get('startup_seconds'), waited_seconds=wait.get('waited_seconds'),
+                        start_limit_hit=wait.get('start_limit_hit'), reset_failed_done=wait.get('reset_failed_done'),
+                        imports=info['tree'].report()),
+        probes=probes, drift=drift, kubernetes=kube)
