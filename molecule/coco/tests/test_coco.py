@@ -59,6 +59,9 @@ def test_no_dropin_payload_or_state_left(box):
     assert not box.file("/opt/kata").exists
     assert not box.file("/var/lib/nodeguard/coco/payload-manifest.json").exists
     assert not box.file("/var/lib/nodeguard/coco/dropin-dir-created").exists
+    # containerd_dropin's ledgers (the drop-ins coco wrote, the folder it created) go with the files
+    left = box.check_output("ls /var/lib/nodeguard/ledger/ 2>/dev/null || true").split()
+    assert [n for n in left if "config.toml.d" in n] == [], left
     payload_cache = box.file("/var/lib/nodeguard/coco/payload")
     assert not payload_cache.exists or not payload_cache.listdir()
 
