@@ -1,18 +1,27 @@
 """Run by a node interpreter: nodeguard's parse_toml of each file as JSON
-(datetimes as ISO text), for tests/compat/run.py to compare with tomllib; and
-the same for the node-side helpers the roles ship (the readiness helper's
-load_toml, coco_node's imports_of), which run on the node's Python too.
+(datetimes as ISO text) and the engine's import walk of it (the entries the
+file imports, as containerd_info and the coco role read them), for
+tests/compat/run.py to compare with tomllib. Every module_utils file is
+imported first: all node-side code is modules on them (issue 13), so each
+must load on the node's Python and tomlkit.
 
     python parse_check.py COLLECTIONS_ROOT FILE...
 """
 import datetime
-import importlib.util
+import glob
+import importlib
 import json
 import os
 import sys
 
 sys.path.insert(0, sys.argv[1])
+PACKAGE = 'ansible_collections.nodeguard.containerd.plugins.module_utils'
+UTILS = os.path.join(sys.argv[1], *PACKAGE.split('.'))
+loaded = [importlib.import_module(PACKAGE + '.' + os.path.basename(p)[:-3])
+          for p in sorted(glob.glob(os.path.join(UTILS, '_*.py')))]
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml  # noqa: E402
+from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective  # noqa: E402
+from ansible_collections.nodeguard.containerd.plugins.module_utils._info import imports_facts  # noqa: E402
 
 
 def default(value):
@@ -21,21 +30,11 @@ def default(value):
     raise TypeError('not plain data: %s' % type(value).__name__)
 
 
-def helper(name, rel):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(sys.argv[1], 'ansible_collections', 'nodeguard',
-                                                                     'containerd', rel))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-readiness = helper('nodeguard_readiness', 'roles/node_readiness/files/nodeguard_readiness.py')
-coco_node = helper('coco_node', 'roles/coco/files/coco_node.py')
-out = {}
+out = {'module_utils': sorted(m.__name__.rsplit('.', 1)[1] for m in loaded)}
 for path in sys.argv[2:]:
     with open(path) as f:
-        text = f.read()
-    out[path] = parse_toml(text)
-    out['readiness:' + path] = readiness.load_toml(text)
-    out['coco_node:' + path] = coco_node.imports_of(text)
+        data = parse_toml(f.read())
+    out[path] = data
+    view = load_effective(path, data, None)
+    out['imports:' + path] = [e['entry'] for e in imports_facts(view, None)['entries'] if e['imported_by'] == path]
 print(json.dumps(out, default=default, sort_keys=True))

@@ -188,14 +188,17 @@ def parse_check(python, row):
         entries = data.get('imports') or []
         return [e for e in entries if isinstance(e, str)] if isinstance(entries, list) else []
     bad = [os.path.basename(f) for f in files if got is None or got.get(f) != want[f]]
-    bad += ['%s (readiness helper)' % os.path.basename(f) for f in files
-            if got is None or got.get('readiness:' + f) != want[f]]
-    bad += ['%s (coco_node imports)' % os.path.basename(f) for f in files
-            if got is None or got.get('coco_node:' + f) != imports(want[f])]
+    utils = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(REPO, 'plugins', 'module_utils', '_*.py')))
+    if got is not None and got.get('module_utils') != utils:
+        bad.append('module_utils that did not import: %s' % sorted(set(utils) - set(got.get('module_utils') or [])))
+    bad += ['%s (engine import walk)' % os.path.basename(f) for f in files
+            if got is None or got.get('imports:' + f) != imports(want[f])]
     if bad:
         print('parse check on %s: %s differ from tomllib\n%s' % (row[0], ', '.join(bad), proc.stderr[-3000:]))
+    summary = '%d files as tomllib reads them (engine parse and import walk), %d module_utils imported' % (
+        len(files), len(utils))
     return ('parse', row[0], '%s / tomlkit %s' % (row[1], row[2]), not bad, 0.0,
-            '%d files as tomllib reads them (engine, readiness helper, coco_node)' % len(files) if not bad else 'differ: ' + ', '.join(bad))
+            summary if not bad else 'differ: ' + ', '.join(bad))
 
 
 def module_tests(rows, wide):
