@@ -11,6 +11,7 @@ it prints, land in the job's artifacts folder, and open in a real browser
 (headless Chromium: a screenshot that is not blank, the table in the DOM).
 """
 
+import datetime
 import glob
 import json
 import os
@@ -141,6 +142,10 @@ def test_the_report_lands_in_the_jobs_artifacts_folder(job):
     assert job['runner'].status == 'failed', job['out'][-3000:]
     assert os.path.isfile(os.path.join(job['artifacts'], 'nodeguard-fleet-report.html'))
     assert [r['node'] for r in job['report']['rows']] == NODES
+    # restarts count from the job's first event (its start), not from some later process
+    (start,) = [e['created'] for e in job['runner'].events if e.get('event') == 'playbook_on_start']
+    epoch = (datetime.datetime.strptime(start[:26], '%Y-%m-%dT%H:%M:%S.%f') - datetime.datetime(1970, 1, 1)).total_seconds()
+    assert abs(job['report']['since'] - epoch) < 0.01, (job['report']['since'], start)
     assert job['report']['summary'] == {'nodes': 4, 'ready': 2, 'failed': 1, 'not_reached': 0, 'unreachable': 0,
                                         'restarts': 0}
 
@@ -157,6 +162,7 @@ def test_each_row_says_what_the_run_left_on_that_node(job):
     assert 'probe:nvidia' in b['readiness_detail'] and 'node-b fails and leaves the run' in b['detail']
     # failed in a block and rescued: recovered, with the failed task named
     assert c['status'] == 'recovered' and 'Fail' in c['detail'], c
+    assert 'rescue ran' not in c['detail']   # said only of a failed node
     assert c['drift'] == 'unaccounted: cri.default_runtime_name' and c['config_version'] == 3
     # no facts: nothing invented
     assert (d['status'], d['readiness'], d['containerd'], d['runtimes'], d['drift']) == \
@@ -281,6 +287,7 @@ def test_a_stopped_rollout_never_reaches_an_imported_report_run_it_as_the_next_j
         rows = {r['node']: r for r in json.load(f)['rows']}
     assert rows['node-a']['status'] == 'ok'
     assert rows['node-b']['status'] == 'failed' and 'The second node fails' in rows['node-b']['detail']
+    assert 'rescue ran' not in rows['node-b']['detail']
     # node-c's facts (from the inventory here, as from a readiness check of the report job) do not make it
     # reached: the stopped job's events say who was
     assert rows['node-c']['status'] == 'not reached' and rows['node-c']['readiness'] == 'ready', rows['node-c']
