@@ -17,7 +17,6 @@ import os
 import pytest
 import testinfra
 
-HELPER = "/usr/local/libexec/nodeguard/nodeguard_readiness.py"
 EFFECTIVE = "python3 /usr/local/libexec/nodeguard/ng_effective.py"
 CONFIG_VERSION = {"gpu-bookworm": 2, "gpu-trixie": 2, "gpu-ctd21": 3, "gpu-dropin": 2, "gpu-dropin21": 3}
 GPU_HANDLERS = {"gpu-bookworm": ["nvidia", "runc"], "gpu-trixie": ["nvidia"], "gpu-ctd21": ["nvidia", "nvidia-cdi"],
@@ -35,7 +34,6 @@ EDIT_FILES = {"gpu-dropin": {"nvidia": DROPIN, "nvidia-experimental": DROPIN},
 CRI_RUNTIMES = {2: 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes.',
                 3: 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes.'}
 TOOLKIT_BINARY = "/usr/local/nvidia/toolkit/nvidia-container-runtime"
-LEDGERS = "/var/lib/nodeguard/ledger"
 
 
 def base(name):
@@ -71,15 +69,25 @@ def test_containerd_active_and_cri_plugin_ok(node):
     assert cri and cri[0][-1] == "ok", rows
 
 
-def test_probe_container_runs_through_the_default_runtime(node):
-    box = node[1]
-    out = box.check_output("python3 %s check --handlers '[\"runc\"]' --probe-image-required true --check-drift false "
-                           "--kubernetes false --timeout 30" % HELPER)
-    report = json.loads(out)
+def module(host, name, **args):
+    """A collection module on the node, through testinfra's Ansible backend (not in check mode)."""
+    result = host.ansible("nodeguard.containerd." + name, json.dumps(args), check=False)
+    assert not result.get("failed"), result
+    return result
+
+
+def test_probe_container_runs_through_the_default_runtime(host, node):
+    report = module(host, "containerd_readiness", step="check", handlers=["runc"], probe_image_required=True,
+                    check_drift=False, kubernetes="false", timeout=30, fail=False)["readiness"]
     checks = {c["name"]: c for c in report["checks"]}
     assert report["ok"], report["failed"]
     assert checks["probe:runc"]["status"] == "pass", checks["probe:runc"]
     assert report["containerd"]["default_runtime_name"] == base(node[0])[1]
+    # containerd_info, nodeguard's merged view confirmed by config dump, says the same
+    info = module(host, "containerd_info")
+    assert info["dump_confirmed"] is True, info["dump_disagreements"]
+    assert info["default_runtime"]["name"] == base(node[0])[1] and info["default_runtime"]["exists"]
+    assert sorted(info["runtimes"]) == base(node[0])[0]
 
 
 def test_runc_whole_and_no_gpu_runtime_left(node):
@@ -177,30 +185,23 @@ def test_seed_broke_readiness_and_repair_brought_the_node_back(node):
     assert ev["effective"]["default_runtime_name"] == "runc"
 
 
-def test_the_ledgers_hold_nothing_of_gpu_toolkit(node):
-    """Every ledger (config.toml's, the drop-in's), read as the engine reads it.
+def test_the_ledgers_hold_nothing_of_gpu_toolkit(host, node):
+    """Every ledger of the config tree (config.toml's, the drop-in's), read by containerd_info as the engine reads it.
 
     The engine's Ledger.recover(): a ledger whose config_sha256 is not the
     file's and whose `previous` state is, describes a write that is no longer
     there (here: the rescue step's nvidia-broken, written to the drop-in and
     put back by the baseline restore, which restores config.toml's ledger
-    only); the engine then uses `previous`.
+    only); containerd_info then reports the records of `previous` (`note`).
     """
-    box = node[1]
-    names = box.check_output("ls -1 %s 2>/dev/null || true" % LEDGERS).split()
-    if node[0] in DROPIN_NODES:
-        assert "etc%2Fcontainerd%2Fconf.d%2F99-nvidia.toml.json" in names
-    else:
-        assert "etc%2Fcontainerd%2Fconfig.toml.json" in names
-    for name in names:
-        ledger = json.loads(box.file(LEDGERS + "/" + name).content_string)
-        sha = box.check_output("sha256sum %s" % ledger["config"]).split()[0]
-        previous = ledger.get("previous") or {}
-        records = ledger.get("records", [])
-        if ledger.get("config_sha256") != sha and previous.get("config_sha256") == sha:
-            records = previous.get("records", [])
+    info = module(host, "containerd_info", dump=False)
+    ledgers = dict((entry["file"], entry) for entry in info["ledgers"])
+    assert (DROPIN if node[0] in DROPIN_NODES else CONFIG) in ledgers, sorted(ledgers)
+    for path, entry in ledgers.items():
+        assert entry["error"] is None, entry
+        records = entry["records_by_owner"].get("gpu_toolkit", [])
         # a 'released' mark only says the owner already undid its change to a runtime it did not create
-        assert [r for r in records if r.get("owner") == "gpu_toolkit" and r.get("kind") != "released"] == [], name
+        assert [r for r in records if r.get("kind") != "released"] == [], path
 
 
 def test_on_the_toolkit_dropin_node_every_change_was_made_and_undone_in_the_dropin(node):

@@ -1,0 +1,239 @@
+# -*- coding: utf-8 -*-
+"""gpu_toolkit through ansible-playbook (local connection) on a real config
+judged by the real containerd binaries (#13 parts 1, 3).
+
+The role reads the ledgers with containerd_info, and its modules take path,
+state_dir, lock_timeout, backup and owner from the module_defaults of the
+block in tasks/main.yml: they must reach the tasks of the files it includes
+(present.yml, absent.yml, rescue.yml) and config_snapshot's, and win over a
+play's own defaults for the action group (a decoy path, state_dir and
+containerd_bin here). Ansible merges module_defaults entry by entry: inside
+the role, the role's group entry replaces the play's whole, so no option of
+the play's group entry reaches the role's modules (containerd is found in
+PATH: 1.7 first here where enable_cdi is set). No systemd here: gpu_toolkit_flush is off (no restart, no readiness),
+except in the rollback test, where the restart contract is pointed at a unit
+that does not exist.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import tomlkit
+
+from conftest import COLLECTIONS_ROOT, CONTAINERD_17, REPO, assert_containerd_accepts, read
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+
+PLAY = '''
+- name: gpu_toolkit, local
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    gpu_toolkit_config_path: {path}
+    gpu_toolkit_state_dir: {state}
+    gpu_toolkit_baseline_store: {store}
+    gpu_toolkit_runtime_binary: {binary}
+    gpu_toolkit_flush: false
+    # no systemd here: the restart contract (the role's handler) tries a unit that does not exist
+    node_readiness_service: nodeguard-test-no-such-unit
+    node_readiness_restart_retries: 1
+    node_readiness_preflight: false
+  module_defaults:
+    group/nodeguard.containerd.containerd:
+      path: {decoy}/config.toml
+      state_dir: {decoy}/state
+      containerd_bin: /usr/bin/containerd
+  tasks:
+    - name: The role
+      block:
+        - name: Run gpu_toolkit
+          ansible.builtin.include_role:
+            name: nodeguard.containerd.gpu_toolkit
+          vars: {role_vars}
+        - name: Note success
+          ansible.builtin.set_fact:
+            test_failure: ""
+      rescue:
+        - name: Keep the failure message
+          ansible.builtin.set_fact:
+            test_failure: "{{{{ ansible_failed_result.msg | default('failed') }}}}"
+    - name: What the test reads
+      ansible.builtin.copy:
+        dest: {out}
+        mode: "0644"
+        content: "{{{{ {{'failure': test_failure, 'added': __gpu_toolkit_added | default({{}}),
+          'removed': __gpu_toolkit_removed | default({{}}), 'cdi': __gpu_toolkit_cdi | default({{}}),
+          'info': __gpu_toolkit_info | default({{}})}} | to_json }}}}"
+'''
+
+
+def stand_in(workdir, name='nvidia-container-runtime', mode=0o755):
+    path = os.path.join(workdir, 'bin', name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write('#!/bin/sh\nexit 0\n')
+    os.chmod(path, mode)
+    return path
+
+
+def run_role(workdir, path, role_vars, extra_play_vars=None, containerd_dir=None):
+    """ansible-playbook on PLAY: (tasks that changed, the play's result file, stdout, whether the handler ran).
+
+    The handler (the restart contract, notified by a config change) runs after
+    the play's tasks and fails the host here, where the unit does not exist:
+    that failure, and only that one, is expected of a run that changed the config.
+    """
+    out = os.path.join(workdir, 'out.json')
+    if os.path.exists(out):
+        os.remove(out)
+    text = PLAY.format(path=path, state=os.path.join(workdir, 'state'), store=os.path.join(workdir, 'baselines'),
+                       binary=os.path.join(workdir, 'bin', 'nvidia-container-runtime'),
+                       decoy=os.path.join(workdir, 'decoy'), out=out, role_vars=json.dumps(role_vars))
+    if extra_play_vars:
+        text = text.replace('    gpu_toolkit_flush: false\n', '    gpu_toolkit_flush: false\n' + ''.join(
+            '    %s: %s\n' % (k, json.dumps(v)) for k, v in extra_play_vars.items()))
+    play = os.path.join(workdir, 'play.yml')
+    with open(play, 'w') as f:
+        f.write(text)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
+               ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
+    if containerd_dir:
+        env['PATH'] = containerd_dir + os.pathsep + env.get('PATH', '')
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
+                           '-e', 'ansible_python_interpreter=' + sys.executable, play],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    tasks, _sep, handlers = proc.stdout.partition('\nRUNNING HANDLER [')
+    handler_ran = 'nodeguard.containerd.gpu_toolkit : Restart containerd once' in handlers
+    if handler_ran:
+        assert proc.returncode == 2 and 'fatal: [localhost]' in handlers, proc.stdout[-4000:]
+    else:
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    changed = [t.split(']', 1)[0] for t in tasks.split('\nTASK [')[1:] if '\nchanged: ' in t]
+    assert changed[-1] == 'What the test reads', changed
+    return len(changed) - 1, json.loads(read(out)), proc.stdout, handler_ran
+
+
+def cri(path):
+    return tomlkit.parse(read(path)).unwrap()['plugins']['io.containerd.grpc.v1.cri']
+
+
+def records(workdir, path, owner='gpu_toolkit'):
+    lpath = ledger_path_for(os.path.join(workdir, 'state'), path)
+    if not os.path.exists(lpath):
+        return []
+    return [r for r in json.loads(read(lpath))['records'] if r['owner'] == owner and r['kind'] != 'released']
+
+
+def assert_untouched_decoy(workdir):
+    assert not os.path.exists(os.path.join(workdir, 'decoy')), os.listdir(os.path.join(workdir, 'decoy'))
+
+
+def test_install_rerun_uninstall_rerun_through_the_group_defaults(workdir, config):
+    assert CONTAINERD_17, 'run make deps (containerd 1.7: enable_cdi is not known to 1.6)'
+    path = config('v2_kubeadm.toml')
+    original = read(path)
+    binary = stand_in(workdir)
+    role = dict(gpu_toolkit_state='present', gpu_toolkit_runtimes=['nvidia', 'runc'], gpu_toolkit_set_default=True,
+                gpu_toolkit_enable_cdi=True, gpu_toolkit_cdi_spec_dirs=['/etc/cdi', '/var/run/cdi'])
+    ctd17 = os.path.dirname(CONTAINERD_17)
+    changed, res, _out, restarted = run_role(workdir, path, role, containerd_dir=ctd17)
+    assert not res['failure'], res['failure']
+    # the baseline, the runtimes (nvidia, runc's BinaryName), the CDI settings; the restart handler notified
+    assert (changed, restarted) == (3, True)
+    data = cri(path)
+    runtimes = data['containerd']['runtimes']
+    assert runtimes['nvidia']['options']['BinaryName'] == binary
+    assert runtimes['nvidia']['options']['SystemdCgroup'] is True  # inherited from runc
+    assert runtimes['runc']['options']['BinaryName'] == binary
+    assert data['containerd']['default_runtime_name'] == 'nvidia'
+    assert data['enable_cdi'] is True and data['cdi_spec_dirs'] == ['/etc/cdi', '/var/run/cdi']
+    assert [r['item']['key'] for r in res['cdi']['results']] == ['cri.enable_cdi', 'cri.cdi_spec_dirs']
+    # the role's path and state_dir reached present.yml's modules and config_snapshot's baseline
+    assert sorted(set(r['resource'] for r in records(workdir, path))) == [
+        'runtime:nvidia', 'runtime:runc', 'setting:plugins."io.containerd.grpc.v1.cri".cdi_spec_dirs',
+        'setting:plugins."io.containerd.grpc.v1.cri".enable_cdi']
+    assert os.path.isdir(os.path.join(workdir, 'baselines', 'default'))
+    # containerd_info read the role's config; containerd from PATH, not the play's group entry
+    assert res['info']['config']['path'] == path and res['info']['containerd']['bin'] == CONTAINERD_17
+    assert_untouched_decoy(workdir)
+    assert_containerd_accepts(path, CONTAINERD_17)
+
+    changed, res, _out, restarted = run_role(workdir, path, role, containerd_dir=ctd17)
+    assert (changed, res['failure'], restarted) == (0, '', False)
+    # the second run read what the first recorded
+    owned = res['info']['ledgers'][0]['records_by_owner']['gpu_toolkit']
+    assert 'runtime:nvidia' in [r['resource'] for r in owned]
+
+    # absent: whatever gpu_toolkit_runtimes says now, the ledger's records go
+    changed, res, _out, restarted = run_role(workdir, path, dict(gpu_toolkit_state='absent',
+                                                                 gpu_toolkit_runtimes=['nvidia']),
+                                             containerd_dir=ctd17)
+    assert not res['failure'], res['failure']
+    assert (changed, restarted) == (2, True)  # the runtimes' task and the settings' task
+    # the default runtime first, so its prior default comes back before the other tables go
+    assert [r['item'] for r in res['removed']['results']] == ['nvidia', 'runc']
+    assert read(path) == original
+    assert records(workdir, path) == []
+    assert_untouched_decoy(workdir)
+
+    changed, res, out, restarted = run_role(workdir, path, dict(gpu_toolkit_state='absent'), containerd_dir=ctd17)
+    assert (changed, res['failure'], restarted) == (0, '', False)
+    assert 'The ledger records no change by owner gpu_toolkit' in out
+    assert read(path) == original
+
+
+def test_a_runtime_no_longer_listed_is_removed_on_the_next_install(workdir, config):
+    path = config('v2_kubeadm.toml')
+    binary = stand_in(workdir)
+    # as the toolkit installs it: a link to the runtime, judged by its target
+    os.symlink(binary, os.path.join(workdir, 'bin', 'nvidia-container-runtime.cdi'))
+    changed, res, _out, restarted = run_role(workdir, path, dict(gpu_toolkit_runtimes=['nvidia', 'nvidia-cdi']))
+    assert not res['failure'] and 'nvidia-cdi' in cri(path)['containerd']['runtimes']
+    changed, res, out, restarted = run_role(workdir, path, dict(gpu_toolkit_runtimes=['nvidia']))
+    assert not res['failure'], res['failure']
+    assert (changed, restarted) == (1, True) and 'nvidia-cdi' not in cri(path)['containerd']['runtimes']
+    assert 'nvidia' in cri(path)['containerd']['runtimes']
+    assert [r['resource'] for r in records(workdir, path)] == ['runtime:nvidia']
+
+
+def test_a_missing_or_not_executable_binary_is_refused_before_any_change(workdir, config):
+    path = config('v2_kubeadm.toml')
+    original = read(path)
+    plain = stand_in(workdir, 'not-executable', mode=0o644)
+    missing = os.path.join(workdir, 'bin', 'no-such-runtime')
+    changed, res, _out, restarted = run_role(workdir, path, dict(gpu_toolkit_runtimes=[
+        dict(name='nvidia', binary=missing), dict(name='nvidia-plain', binary=plain),
+        dict(name='nvidia-dir', binary=os.path.dirname(plain))]))
+    msg = res['failure']
+    assert 'runtime binary missing or not executable: %s, %s, %s.' % (missing, plain, os.path.dirname(plain)) in msg
+    assert 'gpu_toolkit present failed on localhost' in msg
+    assert 'was not changed by this run; nothing rolled back' in msg
+    assert read(path) == original and not restarted
+    assert records(workdir, path) == []
+
+
+def test_a_failure_after_the_config_changed_puts_the_baseline_back(workdir, config):
+    """The runtime is written, then enable_cdi is refused (containerd 1.6 does
+    not know it): the rescue restores the baseline (with its ledger), runs the
+    restart contract (forced; the unit does not exist here, so containerd is
+    not back) and readiness, and fails the host with both."""
+    path = config('v2_kubeadm.toml')
+    original = read(path)
+    stand_in(workdir)
+    play_vars = dict(node_readiness_timeout=1, node_readiness_probe=False, node_readiness_kubernetes=False,
+                     node_readiness_show_report=False)
+    changed, res, out, restarted = run_role(workdir, path, dict(gpu_toolkit_enable_cdi=True), extra_play_vars=play_vars)
+    msg = res['failure']
+    assert res['added']['changed'] is True, res['added']
+    # the failed item's own message, not the loop's "One or more items failed"
+    assert 'gpu_toolkit present failed on localhost' in msg and 'One or more items' not in msg, msg
+    assert 'enable_cdi = True in %s has no effect' % path in msg, msg
+    assert "Rolled back: baseline 'default' put back (restore), containerd restarted;" in msg, msg
+    assert 'node NOT ready after the rollback' in msg, msg
+    assert read(path) == original
+    # the restore put back the baseline's ledger too: nothing of gpu_toolkit's on record
+    assert records(workdir, path) == []
+    assert_untouched_decoy(workdir)
