@@ -178,6 +178,11 @@ def write_temp(path, data, mode=None, uid=None, gid=None):
     Mode and owner default to those of the existing file, so a rename keeps
     them (a config of mode 0600 owned by another user stays so).
     """
+    return _write_temp_chunks(path, (data,), mode, uid, gid)
+
+
+def _write_temp_chunks(path, chunks, mode, uid, gid):
+    """write_temp for an iterable of byte strings (a stream is copied in chunks, never held whole)."""
     folder, name = os.path.split(path)
     try:
         st = os.stat(path)
@@ -191,10 +196,11 @@ def write_temp(path, data, mode=None, uid=None, gid=None):
         gid = st.st_gid if st else -1
     fd, tmp = tempfile.mkstemp(prefix='.' + name + '.', suffix=TEMP_SUFFIX, dir=folder or '.')
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        for data in chunks:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
         os.fchmod(fd, mode)
         if uid != -1 or gid != -1:
             os.fchown(fd, uid, gid)
@@ -266,25 +272,12 @@ def atomic_write_stream(path, src, mode=None, uid=None, gid=None, chunk=1 << 20)
     """atomic_write for a file object: its bytes are copied in chunks, never held in memory whole.
 
     A kata payload has files of hundreds of MB; the temporary file has the
-    same name pattern as write_temp's, so clean_stale_temps finds it.
+    same name pattern as write_temp's, so clean_stale_temps finds it. Owner
+    and group are changed only when given.
     """
-    folder, name = os.path.split(path)
+    tmp = _write_temp_chunks(path, iter(lambda: src.read(chunk), b''), mode,
+                             -1 if uid is None else uid, -1 if gid is None else gid)
     try:
-        st = os.stat(path)
-    except OSError:
-        st = None
-    if mode is None:
-        mode = stat.S_IMODE(st.st_mode) if st else 0o644
-    fd, tmp = tempfile.mkstemp(prefix='.' + name + '.', suffix=TEMP_SUFFIX, dir=folder or '.')
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            for block in iter(lambda: src.read(chunk), b''):
-                f.write(block)
-            f.flush()
-            os.fchmod(f.fileno(), mode)
-            if uid is not None or gid is not None:
-                os.fchown(f.fileno(), -1 if uid is None else uid, -1 if gid is None else gid)
-            os.fsync(f.fileno())
         commit_temp(tmp, path)
     except BaseException:
         remove_quietly(tmp)
