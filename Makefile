@@ -23,7 +23,7 @@ export NG_STAGE_TIMES := $(BUILD)/stage-times.tsv
 
 # Debian packages the tests and the demo need on the machine.
 APT_PACKAGES ?= containerd runc podman debootstrap uidmap fuse-overlayfs \
-	slirp4netns busybox-static python3-venv git make shellcheck
+	slirp4netns busybox-static python3-venv git make shellcheck chromium
 
 # The collection, reachable as nodeguard.containerd from the checkout.
 COLLECTIONS_DIR := $(BUILD)/collections
@@ -42,6 +42,10 @@ export PYTEST
 # Node images (tests/images/build.sh) and Molecule scenarios.
 NODE_IMAGES ?= bookworm trixie ctd21
 MOLECULE_SKIP ?=
+# molecule/fleet (6 nodes through ansible-runner): gpu_toolkit only in make test;
+# FLEET_FULL=1 rolls coco too, FLEET_SERIAL=N nodes per batch (default 2).
+export FLEET_FULL ?=
+export FLEET_SERIAL ?= 2
 MOLECULE_ALL := $(sort $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 MOLECULE_SCENARIOS ?= $(filter-out $(MOLECULE_SKIP),$(MOLECULE_ALL))
 export MOLECULE_GLOB := molecule/*/molecule.yml
@@ -69,6 +73,7 @@ help:
 	@echo "make collection        link tree build/collections/ansible_collections/nodeguard/containerd"
 	@echo "make images            podman node images: $(NODE_IMAGES)"
 	@echo "make test-molecule     scenarios: $(MOLECULE_SCENARIOS) (MOLECULE_SCENARIOS=..., MOLECULE_SKIP=...)"
+	@echo "make test-molecule MOLECULE_SCENARIOS=fleet [FLEET_FULL=1]  mixed-fleet rollout, a poisoned node, the fleet report"
 	@echo "make lint-pipelines    no early-exit reader in a pipefail pipeline (tests/sanity), shellcheck"
 	@echo "make sanity | lint | bench | test-unit | test-module | test-roles | test-standins | test-reliability"
 	@echo "make setup-stress N=10 N fresh clones of HEAD run 'make deps collection' with all cores busy"
