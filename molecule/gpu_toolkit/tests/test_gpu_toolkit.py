@@ -70,7 +70,11 @@ def test_containerd_active_and_cri_plugin_ok(node):
 
 
 def module(host, name, **args):
-    """A collection module on the node, through testinfra's Ansible backend (not in check mode)."""
+    """A collection module on the node, through testinfra's Ansible backend (not in check mode).
+
+    At least one option: ad-hoc `-a '{}'` is taken for raw params, which the modules refuse.
+    """
+    assert args
     result = host.ansible("nodeguard.containerd." + name, json.dumps(args), check=False)
     assert not result.get("failed"), result
     return result
@@ -84,7 +88,7 @@ def test_probe_container_runs_through_the_default_runtime(host, node):
     assert checks["probe:runc"]["status"] == "pass", checks["probe:runc"]
     assert report["containerd"]["default_runtime_name"] == base(node[0])[1]
     # containerd_info, nodeguard's merged view confirmed by config dump, says the same
-    info = module(host, "containerd_info")
+    info = module(host, "containerd_info", dump=True)
     assert info["dump_confirmed"] is True, info["dump_disagreements"]
     assert info["default_runtime"]["name"] == base(node[0])[1] and info["default_runtime"]["exists"]
     assert sorted(info["runtimes"]) == base(node[0])[0]
