@@ -142,3 +142,28 @@ notes:
 requirements:
   - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 '''
+
+
+    # The group's editing options, accepted without effect by the read-only
+    # modules of the action group (containerd_info, containerd_readiness), so
+    # module_defaults for group/nodeguard.containerd.containerd reach them.
+    GROUP_READ_ONLY = r'''
+options:
+  lock_timeout:
+    description:
+      - Accepted so that C(module_defaults) for the C(group/nodeguard.containerd.containerd) action group reach
+        this module too. Has no effect; this module takes no lock.
+    type: float
+    default: 30
+  validate:
+    description:
+      - Accepted so that C(module_defaults) for the action group reach this module too. Has no effect.
+    type: str
+    default: auto
+  backup:
+    description:
+      - Accepted so that C(module_defaults) for the action group reach this module too. Has no effect; no config is
+        written.
+    type: bool
+    default: false
+'''

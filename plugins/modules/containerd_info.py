@@ -36,6 +36,7 @@ author:
   - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - nodeguard.containerd.common.group_read_only
 attributes:
   check_mode:
     support: full
@@ -103,23 +104,6 @@ options:
     type: list
     elements: path
     default: []
-  lock_timeout:
-    description:
-      - Accepted so that C(module_defaults) for the C(group/nodeguard.containerd.containerd) action group reach
-        this module too. Has no effect; this module takes no lock.
-    type: float
-    default: 30
-  validate:
-    description:
-      - Accepted so that C(module_defaults) for the action group reach this module too. Has no effect; use O(dump).
-    type: str
-    default: auto
-  backup:
-    description:
-      - Accepted so that C(module_defaults) for the action group reach this module too. Has no effect; nothing is
-        written.
-    type: bool
-    default: false
 requirements:
   - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 notes:

@@ -44,6 +44,7 @@ requirements:
   - systemd (C(systemctl)), and C(ctr) beside the containerd binary or in PATH
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - nodeguard.containerd.common.group_read_only
 attributes:
   check_mode:
     support: full
@@ -259,23 +260,6 @@ options:
     description:
       - O(step=check) - also write the report as JSON on the node at this path (atomically; not in check mode).
     type: path
-  lock_timeout:
-    description:
-      - Accepted so that C(module_defaults) for the C(group/nodeguard.containerd.containerd) action group reach
-        this module too. Has no effect; this module takes no lock.
-    type: float
-    default: 30
-  validate:
-    description:
-      - Accepted so that C(module_defaults) for the action group reach this module too. Has no effect.
-    type: str
-    default: auto
-  backup:
-    description:
-      - Accepted so that C(module_defaults) for the action group reach this module too. Has no effect; no config is
-        written.
-    type: bool
-    default: false
 notes:
   - The readiness report and the restart fact are the same the C(node_readiness) role published before it became a
     composition over this module; the role's C(tasks/restart.yml) (C(tasks_from=restart)) is one call of O(step=restart).
