@@ -147,6 +147,27 @@ class ModuleRunner(object):
         return result
 
 
+def without_containerd(tmp_path):
+    """(prefix, env) that run a module where the node has no containerd binary.
+
+    A private mount namespace puts a non-executable empty file over Debian's
+    /usr/bin/containerd, and PATH is an empty folder. Only the binary is
+    hidden: the module's interpreter may live in /usr/bin (a venv made from
+    Debian's python3).
+    """
+    assert shutil.which('unshare') and os.geteuid() == 0, 'needs root and unshare (util-linux)'
+    assert not any(os.path.exists(os.path.join(d, 'containerd')) for d in ('/usr/local/bin', '/opt/bin', '/usr/sbin',
+                                                                           '/usr/local/sbin')), 'host layout changed'
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    stub = tmp_path / 'not-containerd'
+    stub.write_text('')
+    stub.chmod(0o644)
+    prefix = [shutil.which('unshare'), '--mount', '--propagation', 'private', '--', '/bin/sh', '-c',
+              '%s --bind "$0" /usr/bin/containerd && exec "$@"' % shutil.which('mount'), str(stub)]
+    return prefix, {'PATH': str(empty)}
+
+
 @pytest.fixture
 def workdir():
     d = tempfile.mkdtemp(prefix='ng-test-')

@@ -143,7 +143,6 @@ requirements:
   - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 '''
 
-
     # The group's editing options, accepted without effect by the read-only
     # modules of the action group (containerd_info, containerd_readiness), so
     # module_defaults for group/nodeguard.containerd.containerd reach them.

@@ -40,7 +40,7 @@ description:
     agrees with the restored file. Before anything is replaced, the tree as it will be after the restore is
     checked with the built-in checks, the node's C(containerd config dump) (see O(validate)) and the real-load
     test (O(load_test)); a baseline that would not load is refused. A restore is the same transaction as every
-    nodeguard edit (open, build, check, commit): a program that rewrites one of the files without nodeguard's lock
+    nodeguard edit (open, build, check, commit); a program that rewrites one of the files without nodeguard's lock
     while the restore runs is caught before anything is renamed, and the restore starts over on its content (it
     fails after three such writes, with nothing written).
   - O(state=repair) puts back only the protected keys (by default the CRI C(runc) runtime table and

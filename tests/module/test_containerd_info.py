@@ -10,7 +10,6 @@ folder listings are the same before and after, and no lock file appears.
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -28,6 +27,7 @@ from conftest import (
     config_dump,
     nvidia_tree,
     read,
+    without_containerd,
 )
 
 MOD = 'containerd_info'
@@ -256,14 +256,9 @@ def test_missing_config_reports_containerd_defaults(info, workdir):
 
 
 def test_no_binary_uses_containerd_version_and_says_the_dump_did_not_run(info, config, tmp_path):
-    assert shutil.which('unshare') and os.geteuid() == 0, 'needs root and unshare (util-linux)'
     path = config('v2_kubeadm.toml')
-    empty = tmp_path / 'empty'
-    empty.mkdir()
-    # a private mount namespace where /usr/bin (Debian's containerd) is an empty folder
-    hide = [shutil.which('unshare'), '--mount', '--propagation', 'private', '--', '/bin/sh', '-c',
-            '%s --bind "$0" /usr/bin && exec "$@"' % shutil.which('mount'), str(empty)]
-    res = info(path=path, containerd_version='1.7', env={'PATH': str(empty)}, prefix=hide)
+    hide, env = without_containerd(tmp_path)
+    res = info(path=path, containerd_version='1.7', env=env, prefix=hide)
     assert res['containerd'] == dict(bin=None, version='1.7', major_minor='1.7', known_from='containerd_version')
     assert res['dump_confirmed'] is None and 'no containerd binary' in res['dump_error']
     assert res['default_runtime'] == dict(name='runc', file=path, default=False, exists=True)

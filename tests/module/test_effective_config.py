@@ -9,12 +9,12 @@ binaries' own `config dump`.
 
 import os
 import re
-import shutil
 
 import pytest
 import tomlkit
 
-from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, assert_containerd_accepts, nvidia_tree, read
+from conftest import (CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, assert_containerd_accepts, nvidia_tree, read,
+                      without_containerd)
 
 V2_CRI = 'io.containerd.grpc.v1.cri'
 V3_RT = 'io.containerd.cri.v1.runtime'
@@ -267,17 +267,10 @@ def test_effects_in_check_mode_and_nothing_written(run_module, workdir):
 
 def test_no_containerd_anywhere_warns_loudly(run_module, config, tmp_path):
     """validate: auto used to skip silently when containerd was not on PATH: now the result says so."""
-    assert shutil.which('unshare') and os.geteuid() == 0, 'needs root and unshare (util-linux)'
-    assert not any(os.path.exists(os.path.join(d, 'containerd')) for d in ('/usr/local/bin', '/opt/bin', '/usr/sbin',
-                                                                           '/usr/local/sbin')), 'host layout changed'
     path = config('v2_kubeadm.toml')
-    empty = tmp_path / 'empty'
-    empty.mkdir()
-    # a private mount namespace where /usr/bin (Debian's containerd) is an empty folder
-    hide = [shutil.which('unshare'), '--mount', '--propagation', 'private', '--', '/bin/sh', '-c',
-            '%s --bind "$0" /usr/bin && exec "$@"' % shutil.which('mount'), str(empty)]
+    hide, env = without_containerd(tmp_path)
     res = run_module('containerd_runtime', path=path, name='kata', owner='coco', runtime_type=KATA_TYPE,
-                     inherit='none', env={'PATH': str(empty)}, prefix=hide)
+                     inherit='none', env=env, prefix=hide)
     assert res['changed'] and res['validated'].startswith('not validated by containerd')
     assert any("nodeguard's own model" in w and 'containerd_bin' in w for w in res['warnings']), res['warnings']
     assert 'confirmed_by' not in res['effects'][0]
