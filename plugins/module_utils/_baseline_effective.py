@@ -3,12 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Baselines judged on what containerd runs, not on config.toml alone.
 
-- ``judge_tree``: would the node's containerd load this tree?  The built-in
-  checks, the config version the node reads, ``containerd config dump``
-  (which refuses what 1.x cannot decode, e.g. ``pause_threshold = 1``) and,
-  where a binary exists, a real start of containerd on the tree in isolation
-  (``_preflight.load_test``), because ``config dump`` accepts configs whose
-  CRI plugin then fails.
 - ``effective_records``: the protected keys as containerd runs them (the
   merged view of config.toml and its drop-ins, ``_effective``), each with
   the file its value comes from, and the value ``config dump`` shows.
@@ -36,9 +30,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     CRI_V2,
     CRI_V3_RUNTIME,
     UTF8_BOM,
-    ConfigError,
     Layout,
-    TomlParseError,
     parse_toml,
     split_bom,
 )
@@ -47,12 +39,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._effective im
     translate_v2_path,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path as dotted, get_in
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
-    check_tree,
-    file_version,
-    refuse_unreadable_version,
-    run_validate,
-)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import file_version
 
 DEFAULT_RUNTIME = 'runc'   # containerd's own default when default_runtime_name is unset
 
@@ -130,104 +117,6 @@ class Mirror(object):
     def __exit__(self, *exc):
         self.close()
         return False
-
-
-# ------------------------------------------------------------------ judging
-class Judgement(object):
-    """What the node's containerd makes of one tree.
-
-    problems: why it would not load (empty: it loads as far as anything
-    could tell); checked: what judged it; notes: what could not judge it and
-    why; dump / dump_text: ``config dump`` output (None without a binary);
-    load: the real-load test's summary (None when it did not run).
-    """
-
-    def __init__(self):
-        self.problems = []
-        self.checked = []
-        self.notes = []
-        self.dump = None
-        self.dump_text = None
-        self.load = None
-
-    def as_dict(self):
-        return dict(checked=list(self.checked), notes=list(self.notes), load_test=self.load)
-
-
-def _tail(out, err, real):
-    lines = [real(line) for line in (err or out or '').strip().splitlines() if line.strip()]
-    return ' | '.join(lines[-3:]) or 'no output'
-
-
-def _load_test(binary, config_path, run_command):
-    """The node's containerd started on the tree in isolation (``_preflight.load_test``)."""
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test
-    return load_test(binary, config_path, run_command=run_command)
-
-
-def judge_tree(ctx, path, data, validate='auto', load_test=True, mirror=None):
-    """Judge the tree whose main file is path (its parsed data) the way the node's containerd will.
-
-    mirror: the Mirror path lives in; messages then name the real files.
-    """
-    j = Judgement()
-    real = mirror.real if mirror is not None else (lambda s: s)
-    shown = real(path)
-    ver = ctx.containerd_version
-    try:
-        refuse_unreadable_version(shown, file_version(data), ver)
-    except ConfigError as exc:
-        j.problems.append(str(exc).replace(' Nothing was written.', ''))
-    j.problems.extend(real(e) for e in check_tree(path, data, ver))
-    j.checked.append('built-in checks')
-    if validate == 'none':
-        j.notes.append('validate: none: containerd itself was not asked (no config dump, no load test)')
-        return j
-    binary = ctx.containerd_bin
-    if validate == 'load':
-        load_test = True    # the engine's opt-in real-load validation: here the load test is required
-    if validate not in (None, 'auto', 'load'):
-        cmd, rc, out, err = run_validate(ctx.run_command, validate, binary, path)
-        if rc != 0:
-            j.problems.append('validation "%s" failed (rc=%s): %s'
-                              % (' '.join(cmd).replace(path, '%s'), rc, _tail(out, err, real)))
-        j.checked.append('validate command')
-    if not binary:
-        if validate == 'load':
-            j.problems.append('validate: load starts the node\'s containerd on the tree, but no containerd binary was '
-                              'found in PATH or the usual folders (set containerd_bin)')
-            return j
-        j.notes.append('no containerd binary in PATH or the usual folders: judged by nodeguard\'s own model of '
-                       'containerd only (set containerd_bin)')
-        return j
-    rc, out, err = ctx.run_command([binary, '--config', path, 'config', 'dump'])
-    if rc != 0:
-        j.problems.append('containerd %s cannot load %s: "containerd config dump" failed (rc=%s): %s'
-                          % (ver_text(ver), shown, rc, _tail(out, err, real)))
-    else:
-        j.checked.append('config dump')
-        try:
-            j.dump = parse_toml(out)
-            j.dump_text = real(out)
-        except TomlParseError as exc:
-            j.notes.append('the config dump could not be read (%s)' % exc)
-    if not load_test:
-        j.notes.append('load_test: false: containerd was not started on the tree')
-    elif j.problems:
-        j.notes.append('load test not run: the tree is refused already')
-    else:
-        res = _load_test(binary, path, ctx.run_command)
-        j.load = dict(status=res.status, ok=bool(res.ok), seconds=res.seconds, required=res.required,
-                      errors=[real(e) for e in res.errors], skipped=list(res.skipped or []),
-                      containerd_version=res.containerd_version)
-        if res.ok:
-            j.checked.append('load test')
-        elif res.status == 'cannot_run':
-            # the test itself could not be made (not root, no unshare...): it judges nothing
-            j.notes.append('load test could not run: %s' % real(res.message()))
-        else:
-            j.problems.append(real(res.message()))
-    return j
 
 
 # ------------------------------------------------------------------ effective values
