@@ -78,9 +78,9 @@ def one_family(node, family, problems):
         wall, recap, tasks = node.playbook(path, extras[step])
         restarts = node.starts(since, node.clock() + 0.001)
         out[step] = (wall, tasks, restarts, recap.get('changed'))
-        if step == 'converge' and not HANDLERS <= running_handlers(node):
-            problems.append('%s converge: handlers %s missing from config dump'
-                            % (family, sorted(HANDLERS - running_handlers(node))))
+        missing = HANDLERS - running_handlers(node) if step == 'converge' else set()
+        if missing:
+            problems.append('%s converge: handlers %s missing from config dump' % (family, sorted(missing)))
         if family == 'site' and restarts != RESTARTS[step]:
             problems.append('site %s restarted containerd %d times (want %d)' % (step, restarts, RESTARTS[step]))
     if family == 'site' and node.sha256(CONFIG) != node.sha256(PRISTINE):
