@@ -27,7 +27,6 @@ roles are not there yet.
 """
 
 import os
-import re
 import shutil
 import statistics
 import sys
@@ -40,7 +39,6 @@ IMAGE = os.environ.get('NG_BENCH_IMAGE', 'localhost/ng-node:bookworm')
 NAME = 'ng-bench-converge-%d' % os.getpid()
 KEEP = os.environ.get('NG_BENCH_KEEP') == '1'
 ROUNDS = int(os.environ.get('NG_BENCH_ROUNDS', '3'))
-CRI_OK = re.compile(r'io\.containerd\.grpc\.v1\s+cri\s+\S+\s+ok')
 
 POLLER = r'''#!/bin/sh
 # log "<epoch> <1|0>": is the CRI plugin loaded (ok)?
