@@ -56,9 +56,18 @@ MOLECULE_SCENARIOS ?= $(filter-out $(MOLECULE_SKIP),$(MOLECULE_ALL))
 export MOLECULE_GLOB := molecule/*/molecule.yml
 MOLECULE_BASE := $(CURDIR)/.config/molecule/config.yml
 
-# What `make test` runs, in this order (cheap and fast first).
-TEST_STAGES ?= deps collection lint-pipelines test-unit test-module test-roles test-standins test-compat sanity lint \
-	images test-molecule test-reliability
+# What `make test` runs: TEST_STAGES one after the other (cheap and fast
+# first), then the two lanes side by side (.ci/lanes: each lane's stages in
+# order, each stage's output in build/logs/NAME.log). The Molecule scenarios
+# wait much of their time (containerd restarts, probe containers, Ansible's
+# round trips), so a second lane keeps both cores of a 2-core machine busy.
+# TEST_PARALLEL=0 runs the lanes' stages one after the other instead, with
+# their output on the terminal.
+TEST_STAGES ?= deps collection lint-pipelines test-unit test-module test-standins images
+TEST_LANE_1 ?= $(addprefix molecule-,$(filter coco,$(MOLECULE_SCENARIOS))) sanity lint
+TEST_LANE_2 ?= test-roles test-compat $(addprefix molecule-,$(filter-out coco,$(MOLECULE_SCENARIOS))) \
+	test-reliability
+TEST_PARALLEL ?= 1
 
 # Node Pythons 3.9-3.13 x distribution tomlkit, ansible-core 2.16-2.19 controllers,
 # packaging (tests/compat/run.py; venvs cached under build/compat). COMPAT_MATRIX=wide: more rows.
@@ -159,6 +168,14 @@ test:
 	@rc=0; for t in $(TEST_STAGES); do \
 		$(MAKE) --no-print-directory $$t || { rc=$$?; echo "make test: stage $$t failed"; break; }; \
 	done; \
+	if [ $$rc -eq 0 ] && [ "$(TEST_PARALLEL)" = 1 ]; then \
+		MAKE="$(MAKE)" NG_STAGE_RERUN='make test TEST_STAGES=collection' \
+			$(STAGE) lanes .ci/lanes "$(strip $(TEST_LANE_1))" "$(strip $(TEST_LANE_2))" || rc=$$?; \
+	elif [ $$rc -eq 0 ]; then \
+		for t in $(TEST_LANE_1) $(TEST_LANE_2); do \
+			$(MAKE) --no-print-directory $$t || { rc=$$?; echo "make test: stage $$t failed"; break; }; \
+		done; \
+	fi; \
 	$(CURDIR)/.ci/stage-summary; exit $$rc
 
 # pytest-xdist workers for the unit and module suites (their tests share no
@@ -185,9 +202,13 @@ images:
 test-molecule: collection
 	@if [ -z "$(strip $(MOLECULE_SCENARIOS))" ]; then echo "no Molecule scenario selected"; exit 1; fi
 	@for s in $(MOLECULE_SCENARIOS); do \
-		NG_STAGE_RERUN="make test-molecule MOLECULE_SCENARIOS=$$s" \
-			$(STAGE) molecule-$$s molecule -c $(MOLECULE_BASE) test -s $$s || exit $$?; \
+		$(MAKE) --no-print-directory molecule-$$s || exit $$?; \
 	done
+
+# One scenario, e.g. make molecule-coco (a stage of its own).
+molecule-%: collection
+	@test -f molecule/$*/molecule.yml || { echo "no Molecule scenario molecule/$*"; exit 1; }
+	@NG_STAGE_RERUN="make molecule-$*" $(STAGE) molecule-$* molecule -c $(MOLECULE_BASE) test -s $*
 
 # ansible-test wants the collection at ansible_collections/NS/NAME: copy the
 # tracked (and new, not ignored) files there and run it on the copy.

@@ -5,6 +5,7 @@ tail and the command that re-runs it (.ci/stage, .ci/stage-summary)."""
 
 import os
 import subprocess
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RETRY = os.path.join(REPO, '.ci', 'retry.sh')
@@ -13,7 +14,9 @@ SUMMARY = os.path.join(REPO, '.ci', 'stage-summary')
 
 
 def _run(args, **env):
-    full_env = dict(os.environ, NG_RETRY_DELAY='0')
+    # not the NG_STAGE_* of a make test that runs this suite in a lane
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith('NG_STAGE_')}
+    full_env['NG_RETRY_DELAY'] = '0'
     full_env.update(env)
     return subprocess.run(args, capture_output=True, text=True, env=full_env, check=False, timeout=120)
 
@@ -79,3 +82,45 @@ def test_a_stage_rerun_defaults_to_make_name(tmp_path):
     run = _run([STAGE, 'test-unit', 'false'], NG_STAGE_TIMES=str(tmp_path / 't.tsv'))
     assert run.returncode == 1
     assert '===== re-run just this stage: make test-unit' in run.stdout
+
+
+LANES = os.path.join(REPO, '.ci', 'lanes')
+
+
+def test_lanes_run_side_by_side_and_show_every_failure(tmp_path):
+    # Two lanes of stages: lane 1 fails in its first stage (its second must
+    # not run), lane 2 runs both stages to the end, at the same time as lane 1.
+    (tmp_path / 'Makefile').write_text(
+        'STAGE := %s\n'
+        'slow-fail:\n\t@$(STAGE) slow-fail sh -c "date +%%s.%%N > a.start; echo noise-a; sleep 3; echo boom >&2; exit 4"\n'
+        'after-fail:\n\t@$(STAGE) after-fail touch after-fail.ran\n'
+        'slow-ok:\n\t@$(STAGE) slow-ok sh -c "date +%%s.%%N > b.start; echo noise-b; sleep 3"\n'
+        'quick-ok:\n\t@$(STAGE) quick-ok true\n' % STAGE)
+    times = tmp_path / 'times.tsv'
+    started = time.monotonic()
+    run = subprocess.run([LANES, 'slow-fail after-fail', 'slow-ok quick-ok'], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60, check=False,
+                         env=dict({k: v for k, v in os.environ.items() if not k.startswith(('NG_STAGE_', 'MAKE'))},
+                                  NG_STAGE_TIMES=str(times), NG_LANES_HEARTBEAT='1', NG_STAGE_RERUN='leaks'))
+    took = time.monotonic() - started
+    assert run.returncode != 0, run.stdout
+    assert took < 5.5, 'the lanes ran one after the other (%.1f s)' % took
+    assert abs(float((tmp_path / 'a.start').read_text()) - float((tmp_path / 'b.start').read_text())) < 1.5
+    assert not (tmp_path / 'after-fail.ran').exists()
+    assert 'lane 1 stopped: stage slow-fail failed' in run.stdout
+    # quiet stages: their output is in their logs, only a failed one's tail is shown
+    assert 'noise-b' not in run.stdout and '  | boom' in run.stdout and '  | noise-a' in run.stdout
+    assert (tmp_path / 'logs' / 'slow-ok.log').read_text() == 'noise-b\n'
+    assert 'running: ' in run.stdout  # the heartbeat
+    assert 're-run just this stage: make slow-fail' in run.stdout  # not the lanes' own NG_STAGE_RERUN
+    rows = [line.split('\t') for line in times.read_text().splitlines()]
+    assert sorted((r[0], r[1], r[4]) for r in rows) == [
+        ('quick-ok', 'ok', '2'), ('slow-fail', 'FAILED(rc=4)', '1'), ('slow-ok', 'ok', '2')]
+
+    # the summary counts the lanes once, by the lanes stage's wall time
+    with open(times, 'a') as f:
+        f.write('deps\tok\t10.0\tmake deps\t\nlanes\tFAILED(rc=2)\t%.1f\tmake test\t\n' % took)
+    summary = _run([SUMMARY], NG_STAGE_TIMES=str(times))
+    total = [line for line in summary.stdout.splitlines() if line.strip().startswith('total')][0]
+    assert float(total.split()[-2]) == round(10.0 + round(took, 1), 1)
+    assert 'lane 2  slow-ok' in summary.stdout
