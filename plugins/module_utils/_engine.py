@@ -421,6 +421,7 @@ def _choose_target(module, ctx, edit, main, view_before):
         if edit_in == 'config':
             raise ConfigError(str(exc) + ' Nothing was written. Fix: edit_in: auto (or edit_in: %s) writes the '
                               'change there.' % exc.path, key='edit_in')
+        _refuse_split(edit)
         return _retarget(module, ctx, edit, main, exc.path)
     if not changes:
         return main, values, changes
@@ -437,7 +438,23 @@ def _choose_target(module, ctx, edit, main, view_before):
         if lost or len(homes) != 1:
             raise _shadow_error(main.path, lost or elsewhere, edit_in)
         return main, values, changes
+    _refuse_split(edit)
     return _retarget(module, ctx, edit, main, homes.pop())
+
+
+class SplitEdit(Exception):
+    """A batch edit (one with ``parts``) whose parts would not all go to config.toml.
+
+    A single edit may move to the drop-in that decides it; a batch cannot
+    move whole without moving parts that belong in config.toml, so
+    run_transaction runs its parts one by one instead: the same files and
+    records as separate calls.
+    """
+
+
+def _refuse_split(edit):
+    if len(getattr(edit, 'parts', None) or ()) > 1:
+        raise SplitEdit()
 
 
 def _retarget(module, ctx, edit, main, path):
@@ -916,18 +933,32 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
     transaction (drop-ins first), and the result lists every file written.
     ignore_missing_imports: entries allowed to be missing on every step
     (kept for callers; ctx.allow_missing_import is the way for an edit).
+    A batch edit (an object with ``parts``, a list of edits, and
+    ``combine(result, steps)``) is one transaction when it all goes to one
+    file; else (SplitEdit) each part is its own, as separate calls would be.
     """
     require_tomlkit(module)
-    steps = []
     ctx = Context(module, os.path.abspath(module.params['path']), allowed_missing=ignore_missing_imports)
-    # one file per step; only an uninstall (or a check-mode preview) goes on
-    for _step in range(8):
-        result = _transaction(module, ctx, EditTransaction(module, ctx, edit, allow_plugin_override, load_test))
-        steps.append(result)
-        if not result.get('_wrote') or module.params.get('state') != 'absent' \
-                or not _owner_records_left(module, ctx):
-            break
-    exit_result(module, ctx, _merge_steps(steps))
+
+    def steps_of(one_edit):
+        steps = []
+        # one file per step; only an uninstall (or a check-mode preview) goes on
+        for _step in range(8):
+            result = _transaction(module, ctx, EditTransaction(module, ctx, one_edit, allow_plugin_override,
+                                                               load_test))
+            steps.append(result)
+            if not result.get('_wrote') or module.params.get('state') != 'absent' \
+                    or not _owner_records_left(module, ctx):
+                break
+        return steps
+
+    try:
+        steps = steps_of(edit)
+    except SplitEdit:
+        steps = [step for part in edit.parts for step in steps_of(part)]
+    combine = getattr(edit, 'combine', None)
+    result = _merge_steps([dict(s) for s in steps])
+    exit_result(module, ctx, combine(result, steps) if combine else result)
 
 
 def json_safe(value):
@@ -1018,6 +1049,11 @@ def _transaction(module, ctx, txn):
         if not result['changed'] and os.path.exists(path):
             # mode/owner-only changes; the call itself honours check mode
             result['changed'] = module.set_fs_attributes_if_different(_file_args(module, path), False)
+    except SplitEdit:
+        # before any write (the first step's build); its parts start afresh
+        ctx.warnings = []
+        ctx.tree_files = None
+        raise
     except ConfigError as exc:
         fail_after_writes(module, ctx, str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None))
     except LedgerError as exc:

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: nodeguard maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Add, change and remove one CRI runtime handler, on behalf of an owner."""
+"""Add, change and remove CRI runtime handlers (one, or several in one edit), on behalf of an owner."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -264,4 +264,126 @@ def apply_runtime(doc, ledger, ctx, params):
     return out
 
 
-__all__ = ['apply_runtime', 'same_value']
+# the per-runtime keys of the runtimes option; state and force default to the module's own
+ENTRY_KEYS = ('name', 'state', 'runtime_type', 'runtime_path', 'options', 'settings', 'inherit', 'default', 'force')
+
+
+def batch_entries(params):
+    """The runtimes option as one params dict per runtime (owner, state and force filled in).
+
+    All entries of one call have one state: an uninstall goes through the
+    tree's files drop-ins first, an install where containerd reads each key.
+    """
+    entries = []
+    for index, given in enumerate(params['runtimes']):
+        entry = dict((k, given.get(k)) for k in ENTRY_KEYS)
+        entry['owner'] = params['owner']
+        entry['state'] = entry['state'] or params['state']
+        entry['force'] = params['force'] if entry['force'] is None else entry['force']
+        entry['index'] = index
+        entries.append(entry)
+    names = [e['name'] for e in entries]
+    twice = sorted(set(n for n in names if names.count(n) > 1))
+    if twice:
+        raise ConfigError('runtimes: %s given more than once. Nothing was written. Fix: give each runtime once.'
+                          % ', '.join(twice), key='runtimes')
+    states = sorted(set(e['state'] for e in entries))
+    if len(states) > 1:
+        raise ConfigError('runtimes: %s. One call either installs or removes. Nothing was written. Fix: give the '
+                          'present and the absent runtimes in two calls.'
+                          % '; '.join('%s: %s' % (s, ', '.join(e['name'] for e in entries if e['state'] == s))
+                                      for s in states), key='runtimes')
+    return entries
+
+
+def _named(entry, exc):
+    """A ConfigError of one entry, saying which entry of runtimes it is."""
+    details = dict(exc.details)
+    key = details.get('key')
+    details['key'] = 'runtimes[%d]%s' % (entry['index'], '.' + key if key else '')
+    return ConfigError('runtimes[%d] (%s): %s' % (entry['index'], entry['name'], exc), **details)
+
+
+class RuntimeBatch(object):
+    """Several runtimes as one edit: one lock, one candidate, one validation, one write, one ledger update.
+
+    Each entry is applied as apply_runtime applies one runtime, in order, so
+    the text and the ledger records are those of one call per runtime.  When
+    they would not all go to one file (one is defined in a drop-in), the
+    engine runs ``parts`` one by one (SplitEdit); ``combine`` gives the one
+    result either way.
+    """
+
+    def __init__(self, entries, owner):
+        self.entries = entries
+        self.owner = owner
+        self.parts = [RuntimeBatch([e], owner) for e in entries] if len(entries) > 1 else None
+
+    def __call__(self, doc, ledger, ctx):
+        for entry in self.entries:
+            try:
+                _check_input(doc.path, entry)
+            except ConfigError as exc:
+                raise _named(entry, exc)
+        results = []
+        for entry in self.entries:
+            try:
+                out = runtime_present(doc, ledger, ctx, entry) if entry['state'] == 'present' else \
+                    runtime_absent(doc, ledger, ctx, entry)
+            except EditElsewhere:
+                raise  # the message names the runtime; the engine decides where it goes
+            except ConfigError as exc:
+                raise _named(entry, exc)
+            out.update(name=entry['name'], state=entry['state'])
+            results.append(out)
+        for out in results:
+            out['runtime'] = doc.toml.get(doc.layout.runtime(out['name']))
+        return dict(runtimes=results, default_runtime_name=doc.default_runtime(), owner=self.owner,
+                    **_summary(results))
+
+    def combine(self, result, steps):
+        """One result from the steps (an uninstall's files, or the parts): each runtime once, in the given order."""
+        merged = {}
+        for step in steps:
+            for out in step.get('runtimes') or []:
+                prior = merged.get(out['name'])
+                if prior is None:
+                    merged[out['name']] = dict(out)
+                    continue
+                # a later step saw the later state of the runtime
+                prior['runtime'] = out.get('runtime')
+                for key in ('created', 'removed'):
+                    if key in out:
+                        prior[key] = bool(prior.get(key) or out[key])
+                for key in ('restored', 'kept'):
+                    if key in out:
+                        prior[key] = sorted(set((prior.get(key) or []) + (out[key] or [])))
+        runtimes = [merged[e['name']] for e in self.entries if e['name'] in merged]
+        result.update(runtimes=runtimes, **_summary(runtimes))
+        if self.parts and len(steps) > 1:
+            # parts previewed or written one by one: the call changed what any of them changed
+            changed = [s for s in steps if s.get('changed')]
+            result['changed'] = bool(changed)
+            if len(changed) > 1:
+                result['effects'] = [e for s in changed for e in s.get('effects') or []]
+                result['diff'] = [d for s in changed for d in (s['diff'] if isinstance(s.get('diff'), list)
+                                                               else [s['diff']] if s.get('diff') else [])]
+                result['files'] = sorted(set(f for s in changed for f in s.get('files') or [s.get('file')] if f))
+            result['default_runtime_name'] = steps[-1].get('default_runtime_name')
+        return result
+
+
+def _summary(runtimes):
+    """The single-runtime keys for a batch: true when true of any runtime, the union of the key lists."""
+    out = {}
+    for entry in runtimes:
+        for key in ('created', 'removed'):
+            if key in entry:
+                out[key] = bool(out.get(key) or entry[key])
+        for key in ('restored', 'kept'):
+            if key in entry:
+                out[key] = sorted(set(out.get(key, []) + list(entry[key] or [])))
+    return out
+
+
+__all__ = ['apply_runtime', 'batch_entries', 'RuntimeBatch', 'same_value']

@@ -42,8 +42,52 @@ options:
     description:
       - The runtime handler name (the RuntimeClass C(handler)), for example V(nvidia) or V(kata-qemu).
       - Letters, digits, C(-), C(_) and C(.) only, at most 63 characters.
+      - One of O(name) and O(runtimes) is required.
     type: str
-    required: true
+  runtimes:
+    description:
+      - Several runtimes in one call, each a dict of the keys one runtime takes (O(name), O(state),
+        O(runtime_type), O(runtime_path), O(options), O(settings), O(inherit), O(default), O(force)).
+      - One lock, one candidate, one validation and one write of the file for all of them, with the same text
+        and the same ledger records as one call per runtime, in the order given (so either form undoes the other).
+      - All entries have one O(state) (an entry without one takes the module's); a runtime given twice is refused.
+      - When the runtimes would not all be written to one file (one is defined in a drop-in that decides it),
+        each is its own transaction, as separate calls would be.
+      - Mutually exclusive with O(name), O(runtime_type), O(runtime_path), O(options), O(settings), O(inherit)
+        and O(default).
+    type: list
+    elements: dict
+    version_added: 0.3.0
+    suboptions:
+      name:
+        description: The runtime handler name, as O(name).
+        type: str
+        required: true
+      state:
+        description: As O(state); default the module's O(state).
+        type: str
+        choices: [present, absent]
+      runtime_type:
+        description: As O(runtime_type).
+        type: str
+      runtime_path:
+        description: As O(runtime_path).
+        type: path
+      options:
+        description: As O(options).
+        type: dict
+      settings:
+        description: As O(settings).
+        type: dict
+      inherit:
+        description: As O(inherit).
+        type: str
+      default:
+        description: As O(default).
+        type: bool
+      force:
+        description: As O(force); default the module's O(force).
+        type: bool
   state:
     description:
       - V(present) creates the runtime or sets the given keys of an existing one.
@@ -66,14 +110,12 @@ options:
       - Keys merged into the runtime's C(options) table, for example C(BinaryName), C(ConfigPath),
         C(SystemdCgroup). Keys not given are left as they are.
     type: dict
-    default: {}
   settings:
     description:
       - Other keys of the runtime table, for example C(privileged_without_host_devices),
         C(pod_annotations), C(container_annotations), C(snapshotter), C(base_runtime_spec).
       - Use O(runtime_type), O(runtime_path) and O(options) for those keys.
     type: dict
-    default: {}
   inherit:
     description:
       - For a new runtime, the runtime whose table (with its C(options)) is copied first, so a new
@@ -140,6 +182,31 @@ EXAMPLES = r'''
     options:
       ConfigPath: /opt/kata/share/defaults/kata-containers/configuration-qemu.toml
     backup: true
+
+- name: The kata handlers in one call (one validation and one write for all of them)
+  nodeguard.containerd.containerd_runtime:
+    owner: coco
+    runtimes:
+      - name: kata-qemu
+        runtime_type: io.containerd.kata-qemu.v2
+        runtime_path: /opt/kata/bin/containerd-shim-kata-v2
+        inherit: none
+        options:
+          ConfigPath: /opt/kata/share/defaults/kata-containers/configuration-qemu.toml
+      - name: kata-clh
+        runtime_type: io.containerd.kata-clh.v2
+        runtime_path: /opt/kata/bin/containerd-shim-kata-v2
+        inherit: none
+        options:
+          ConfigPath: /opt/kata/share/defaults/kata-containers/configuration-clh.toml
+
+- name: Remove them, in one call
+  nodeguard.containerd.containerd_runtime:
+    owner: coco
+    state: absent
+    runtimes:
+      - name: kata-qemu
+      - name: kata-clh
 
 - name: Remove the NVIDIA runtime; the previous default comes back
   nodeguard.containerd.containerd_runtime:
@@ -223,7 +290,7 @@ validated:
   sample: io.containerd.grpc.v1.cri
 runtime:
   description: The runtime's table after the change (null when it no longer exists).
-  returned: success
+  returned: success and O(name) given
   type: dict
   sample: {"runtime_type": "io.containerd.runc.v2", "options": {"SystemdCgroup": true, "BinaryName": "/usr/bin/nvidia-container-runtime"}}
 default_runtime_name:
@@ -232,23 +299,57 @@ default_runtime_name:
   type: str
   sample: runc
 created:
-  description: Whether this run created the runtime table.
+  description: Whether this run created the runtime table (with O(runtimes), any of them).
   returned: O(state=present)
   type: bool
 removed:
-  description: Whether this run deleted the runtime table.
+  description: Whether this run deleted the runtime table (with O(runtimes), any of them).
   returned: O(state=absent)
   type: bool
 restored:
-  description: Keys put back to their prior values.
+  description: Keys put back to their prior values (with O(runtimes), of all of them).
   returned: O(state=absent)
   type: list
   elements: str
 kept:
-  description: Keys the owner had changed that someone changed again since; they were left as they are.
+  description:
+    - Keys the owner had changed that someone changed again since; they were left as they are (with O(runtimes),
+      of all of them).
   returned: O(state=absent)
   type: list
   elements: str
+runtimes:
+  description: With O(runtimes), what happened to each runtime, in the order given.
+  returned: success and O(runtimes) given
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The runtime handler name.
+      type: str
+    state:
+      description: V(present) or V(absent).
+      type: str
+    runtime:
+      description: The runtime's table after the change (null when it no longer exists).
+      type: dict
+    created:
+      description: Whether this run created the runtime table (V(present)).
+      type: bool
+    removed:
+      description: Whether this run deleted the runtime table (V(absent)).
+      type: bool
+    restored:
+      description: Keys of this runtime put back to their prior values (V(absent)).
+      type: list
+      elements: str
+    kept:
+      description: Keys of this runtime left as someone changed them since (V(absent)).
+      type: list
+      elements: str
+  sample:
+    - {"name": "kata-qemu", "state": "present", "created": true,
+       "runtime": {"runtime_type": "io.containerd.kata-qemu.v2", "runtime_path": "/opt/kata/bin/containerd-shim-kata-v2"}}
 owner:
   description: The ledger owner.
   returned: success
@@ -261,24 +362,55 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     COMMON_ARGUMENT_SPEC,
     run_transaction,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import apply_runtime
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import (
+    RuntimeBatch,
+    apply_runtime,
+    batch_entries,
+)
+
+ONE_RUNTIME = ('name', 'runtime_type', 'runtime_path', 'options', 'settings', 'inherit', 'default')
 
 
 def main():
     argument_spec = dict(
-        name=dict(type='str', required=True),
+        name=dict(type='str'),
+        runtimes=dict(type='list', elements='dict', options=dict(
+            name=dict(type='str', required=True),
+            state=dict(type='str', choices=['present', 'absent']),
+            runtime_type=dict(type='str'),
+            runtime_path=dict(type='path'),
+            options=dict(type='dict'),
+            settings=dict(type='dict'),
+            inherit=dict(type='str'),
+            default=dict(type='bool'),
+            force=dict(type='bool'),
+        )),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         runtime_type=dict(type='str'),
         runtime_path=dict(type='path'),
-        options=dict(type='dict', default={}),
-        settings=dict(type='dict', default={}),
+        options=dict(type='dict'),
+        settings=dict(type='dict'),
         inherit=dict(type='str'),
         default=dict(type='bool'),
         force=dict(type='bool', default=False),
     )
     argument_spec.update(COMMON_ARGUMENT_SPEC)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    run_transaction(module, lambda doc, ledger, ctx: apply_runtime(doc, ledger, ctx, module.params))
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
+                           required_one_of=[('name', 'runtimes')],
+                           mutually_exclusive=[('runtimes', key) for key in ONE_RUNTIME])
+    params = module.params
+    if params['runtimes'] is None:
+        run_transaction(module, lambda doc, ledger, ctx: apply_runtime(doc, ledger, ctx, params))
+        return
+    try:
+        entries = batch_entries(params)
+    except ConfigError as exc:
+        module.fail_json(msg=str(exc), **exc.details)
+    if entries:
+        # the engine reads the call's state (an uninstall goes drop-ins first)
+        params['state'] = entries[0]['state']
+    run_transaction(module, RuntimeBatch(entries, params['owner']))
 
 
 if __name__ == '__main__':
