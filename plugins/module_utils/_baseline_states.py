@@ -700,41 +700,50 @@ def do_repair(module, store, path):
 STATES = dict(snapshot=do_snapshot, check=do_check, restore=do_restore, repair=do_repair)
 
 
+def run_state(module, state, store_root, name, path):
+    """One state of containerd_baseline on the baseline store_root/name, without exiting: (result, failed).
+
+    The module exits with exactly these (main below); containerd_readiness's
+    baseline_drift check calls it for state check in its own run.
+    """
+    store = None
+    try:
+        store = Store(store_root, name)
+        if state == 'absent':
+            if not store.exists():
+                return dict(changed=False, baseline=store.folder, removed=False), False
+            store.lock(module.params['lock_timeout'])
+            if module.check_mode:
+                store.load()
+                return dict(changed=True, baseline=store.folder, removed=True), False
+            removed = store.remove()
+            return dict(changed=removed, baseline=store.folder, removed=removed), False
+        create = state == 'snapshot' and not module.check_mode
+        if store.lock(module.params['lock_timeout'], create=create) is None:
+            if state == 'snapshot':
+                # check mode and no store yet: a snapshot would be taken
+                return dict(changed=True, baseline=store.folder, snapshot=None, files=[]), False
+            raise ConfigError('there is no baseline %r in %s (the folder does not exist). Fix: take one first '
+                              'with state: snapshot.' % (store.name, store.root), key='name')
+        return json_safe(STATES[state](module, store, path)), False
+    except Done as done:
+        return json_safe(done.result), done.failed
+    except ConfigError as exc:
+        return dict(msg=str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None)), True
+    except Exception as exc:  # a clear failure, never a traceback on stdout
+        return dict(msg='containerd_baseline failed on %s: %s' % (path, exc), exception=traceback.format_exc()), True
+    finally:
+        if store is not None:
+            store.unlock()
+
+
 def main(module):
     require_tomlkit(module)
     params = module.params
     if params['keep'] < 0:
         module.fail_json(msg='keep must be 0 or more, got %d' % params['keep'])
     path = os.path.abspath(params['path'])
-    store = None
-    try:
-        store = Store(params['store'], params['name'])
-        if params['state'] == 'absent':
-            if not store.exists():
-                module.exit_json(changed=False, baseline=store.folder, removed=False)
-            store.lock(params['lock_timeout'])
-            if module.check_mode:
-                store.load()
-                module.exit_json(changed=True, baseline=store.folder, removed=True)
-            removed = store.remove()
-            module.exit_json(changed=removed, baseline=store.folder, removed=removed)
-        create = params['state'] == 'snapshot' and not module.check_mode
-        if store.lock(params['lock_timeout'], create=create) is None:
-            if params['state'] == 'snapshot':
-                # check mode and no store yet: a snapshot would be taken
-                module.exit_json(changed=True, baseline=store.folder, snapshot=None, files=[])
-            raise ConfigError('there is no baseline %r in %s (the folder does not exist). Fix: take one first '
-                              'with state: snapshot.' % (store.name, store.root), key='name')
-        result = STATES[params['state']](module, store, path)
-    except Done as done:
-        if done.failed:
-            module.fail_json(**json_safe(done.result))
-        module.exit_json(**json_safe(done.result))
-    except ConfigError as exc:
-        module.fail_json(msg=str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None))
-    except Exception as exc:  # a clear failure, never a traceback on stdout
-        module.fail_json(msg='containerd_baseline failed on %s: %s' % (path, exc), exception=traceback.format_exc())
-    finally:
-        if store is not None:
-            store.unlock()
-    module.exit_json(**json_safe(result))
+    result, failed = run_state(module, params['state'], params['store'], params['name'], path)
+    if failed:
+        module.fail_json(**result)
+    module.exit_json(**result)

@@ -3,9 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The baseline_drift check: protected drift that neither the ledger nor the operator accounts for.
 
-The drift itself is containerd_baseline state=check's result (passed in);
-what owners recorded comes from the ledgers of the config tree, read by the
-engine (``_info.ledger_facts`` over ``_ledger.Ledger``).
+The drift itself is containerd_baseline state=check's result: passed in
+(a registered result), or computed in this run by the same code
+(``_baseline_states.run_state``), which saves a module call per check.
+What owners recorded comes from the ledgers of the config tree, read by
+the engine (``_info.ledger_facts`` over ``_ledger.Ledger``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,8 +15,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import re
 
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_states import run_state
 from ansible_collections.nodeguard.containerd.plugins.module_utils._info import ledger_facts
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
     TomlLayoutError,
@@ -24,6 +28,19 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text im
 
 OPERATOR = 'node_readiness_drift_accounted'
 _NO_BASELINE = re.compile(r'no baseline|not found|does not exist|missing baseline', re.I)
+
+
+def baseline_check(module, path, store, name):
+    """containerd_baseline state=check of baseline store/name against path, as that module would return it.
+
+    The module's own parameters stand in for its options (lock_timeout,
+    validate, containerd_bin, containerd_version); protect and load_test
+    keep containerd_baseline's defaults. A failed check is a result too.
+    """
+    result, failed = run_state(module, 'check', store, name, os.path.abspath(path))
+    if failed:
+        result['failed'] = True
+    return result
 
 
 def parse_key_path(value):

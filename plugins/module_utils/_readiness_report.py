@@ -16,7 +16,10 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_drift import evaluate_drift
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_drift import (
+    baseline_check,
+    evaluate_drift,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_kube import kubernetes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_probe import (
     handlers as expected_handlers,
@@ -169,11 +172,11 @@ def _tree_files(tree):
     return files
 
 
-def _check_drift(add, info, p):
+def _check_drift(add, info, p, drift_result):
     if not p['check_drift']:
         add('baseline_drift', 'skip', 'disabled (node_readiness_check_drift: false)', False)
         return None
-    drift = evaluate_drift(p['drift_result'], p['state_dir'], _tree_files(info['tree']), p['drift_accounted'],
+    drift = evaluate_drift(drift_result, p['state_dir'], _tree_files(info['tree']), p['drift_accounted'],
                            p['baseline_name'])
     if drift is None:
         add('baseline_drift', 'fail', 'drift check enabled but no containerd_baseline result was given')
@@ -201,6 +204,10 @@ def readiness(ctx, p, version_text, check_mode):
     """Every check, one report (the fact nodeguard_readiness). p: the module's parameters, ctr resolved."""
     checks = Checks(p['optional_checks'])
     add = checks.add
+    # first, as the separate containerd_baseline call ran before this module (given a result, that one)
+    drift_result = p['drift_result']
+    if p['check_drift'] and drift_result is None:
+        drift_result = baseline_check(ctx.module, p['path'], p['baseline_store'], p['baseline_name'])
     info = read_config(ctx, p)
     # on the socket the config names; reset-failed is a change, not made in check mode
     wait = wait_ready(p['service'], p['ctr'], info['address'], ctx.containerd_version, p['timeout'], p['interval'],
@@ -219,7 +226,7 @@ def readiness(ctx, p, version_text, check_mode):
         detail = ', '.join('%s=%s' % kv for kv in sorted(bad.items())) or info.get('plugins_error') or 'no plugin list'
         add('cri_plugin', 'fail', 'CRI plugin not ok: %s' % detail)
     probes = _check_handlers(add, info, wait, p)
-    drift = _check_drift(add, info, p)
+    drift = _check_drift(add, info, p, drift_result)
     kube = _check_kubernetes(add, p)
     failed = [c['name'] for c in checks.items if c['status'] == 'fail' and c['required']]
     return dict(

@@ -198,13 +198,19 @@ options:
     default: true
   check_drift:
     description:
-      - Run the C(baseline_drift) check on O(drift_result).
+      - Run the C(baseline_drift) check. Without O(drift_result), this module compares O(path) with the baseline
+        O(baseline_name) in O(baseline_store) itself, with the code of M(nodeguard.containerd.containerd_baseline)
+        O(nodeguard.containerd.containerd_baseline#module:state=check) and its default
+        O(nodeguard.containerd.containerd_baseline#module:protect) and
+        O(nodeguard.containerd.containerd_baseline#module:load_test) (one module call instead of two).
     type: bool
     default: false
   drift_result:
     description:
       - The registered result of M(nodeguard.containerd.containerd_baseline) O(nodeguard.containerd.containerd_baseline#module:state=check)
-        (a dict, or its JSON text). A result whose message says there is no baseline makes the check C(skip).
+        (a dict, or its JSON text), for a check with other options than its defaults; the C(baseline_drift) check
+        judges it instead of running the comparison. A result whose message says there is no baseline makes the
+        check C(skip).
     type: raw
   drift_accounted:
     description:
@@ -214,9 +220,16 @@ options:
     default: []
   baseline_name:
     description:
-      - The baseline's name, for the report.
+      - The baseline's name, in the report, and the baseline O(check_drift=true) compares with when no
+        O(drift_result) is given.
     type: str
     default: default
+  baseline_store:
+    description:
+      - The folder of the baselines (as M(nodeguard.containerd.containerd_baseline)'s
+        O(nodeguard.containerd.containerd_baseline#module:store)), for O(check_drift=true) without O(drift_result).
+    type: path
+    default: /var/lib/nodeguard/baselines
   kubernetes:
     description:
       - V(auto) checks the Kubernetes node when kubectl and a kubeconfig exist on the node and skips with the reason
@@ -299,11 +312,20 @@ EXAMPLES = r'''
     reset_failed: true
   become: true
 
-- name: The checks against a baseline, reported but not failing the play
+- name: The checks and the drift from the baseline default, reported but not failing the play
+  nodeguard.containerd.containerd_readiness:
+    check_drift: true
+    baseline_name: default
+    fail: false
+  become: true
+  register: ready
+
+- name: The drift judged on a baseline check with its own protect list
   block:
     - name: Compare with the baseline
       nodeguard.containerd.containerd_baseline:
         state: check
+        protect: [cri.runtimes.runc]
       register: drift
       failed_when: false
     - name: Readiness
@@ -474,6 +496,7 @@ def main():
         drift_result=dict(type='raw'),
         drift_accounted=dict(type='list', elements='raw', default=[]),
         baseline_name=dict(type='str', default='default'),
+        baseline_store=dict(type='path', default='/var/lib/nodeguard/baselines'),
         kubernetes=dict(type='str', default='auto', choices=['auto', 'true', 'false']),
         kubectl=dict(type='path'),
         kubeconfig=dict(type='list', elements='path',

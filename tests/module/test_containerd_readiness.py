@@ -430,10 +430,15 @@ def test_drift_check_through_the_module(run_module, node, workdir):
                    drift_result={'failed': True, 'protected_drift': [item]})[1]
     assert report['by_name']['baseline_drift']['status'] == 'pass', report['by_name']['baseline_drift']
     assert report['drift']['accounted'][0]['by'] == 'gpu_toolkit'
-    report = check(run_module, n, check_drift=True, fail=False)[1]
+    # an empty result judges nothing
+    report = check(run_module, n, check_drift=True, fail=False, drift_result={})[1]
     assert report['by_name']['baseline_drift'] == dict(
         name='baseline_drift', status='fail', required=True,
         reason='drift check enabled but no containerd_baseline result was given')
+    # no result: the module compares with the baseline itself (tests/module/test_containerd_readiness_drift.py)
+    report = check(run_module, n, check_drift=True, fail=False, baseline_store=os.path.join(workdir, 'none'))[1]
+    assert report['by_name']['baseline_drift']['status'] == 'skip'
+    assert 'there is no baseline' in report['by_name']['baseline_drift']['reason']
 
 
 # ------------------------------------------------------------------ kubernetes
