@@ -267,6 +267,19 @@ def remove(module, ctx, params):
     return result
 
 
+def remove_all(module, ctx, params):
+    """state=absent with dropins: remove() for each, in order; one result with each drop-in's."""
+    each = [remove(module, ctx, dict(params, dropin=dropin)) for dropin in params['dropins']]
+    diffs = [r.pop('diff') for r in each if r.get('diff')]
+    result = dict(changed=any(r['changed'] for r in each), dropins=each,
+                  removed=any(r['removed'] for r in each), kept=any(r['kept'] for r in each),
+                  folder_removed=any(r['folder_removed'] for r in each),
+                  imported_by=sorted(set(p for r in each for p in r['imported_by'])))
+    if diffs:
+        result['diff'] = diffs
+    return result
+
+
 def _remove_folder(owner, state_dir, folder, check, going):
     """Remove the folder this owner created once it is empty; its record goes with it."""
     ledger = Ledger.load(state_dir, folder)

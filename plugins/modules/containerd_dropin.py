@@ -41,9 +41,16 @@ attributes:
 options:
   dropin:
     description:
-      - The drop-in file (absolute path).
+      - The drop-in file (absolute path). One of O(dropin) and O(dropins) is required.
     type: path
-    required: true
+  dropins:
+    description:
+      - With O(state=absent), several drop-ins removed in one call, in the order given, each as O(dropin) would be
+        (a drop-in that is not O(owner)'s, or is still imported, is kept; the folder goes after the last of its
+        files). RV(dropins) has the result of each.
+    type: list
+    elements: path
+    version_added: 0.3.0
   content:
     description:
       - The whole content of the drop-in (TOML). Required with O(state=present).
@@ -152,8 +159,19 @@ EXAMPLES = r'''
 RETURN = r'''
 dropin:
   description: The drop-in (absolute path).
-  returned: always
+  returned: when O(dropin) is given
   type: str
+dropins:
+  description:
+    - With O(dropins), the result of each drop-in in the order given (C(dropin), C(changed), C(removed), C(kept),
+      C(imported_by), C(folder_removed), C(msg)); the top-level C(removed), C(kept) and C(folder_removed) are true
+      when true of any, C(imported_by) lists the files of all of them.
+  returned: when O(dropins) is given
+  type: list
+  elements: dict
+  sample:
+    - {dropin: /etc/containerd/config.toml.d/nydus-snapshotter.toml, changed: true, removed: true, kept: false,
+       imported_by: [], folder_removed: false}
 owned:
   description: The ledger says O(owner) wrote the drop-in.
   returned: state=present
@@ -196,7 +214,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import LockTimeout
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._dropin import remove, write
+from ansible_collections.nodeguard.containerd.plugins.module_utils._dropin import remove, remove_all, write
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
     COMMON_ARGUMENT_SPEC,
     Context,
@@ -211,7 +229,8 @@ SHARED = ('path', 'state_dir', 'validate', 'backup', 'lock_timeout', 'containerd
 
 def main():
     argument_spec = dict(
-        dropin=dict(type='path', required=True),
+        dropin=dict(type='path'),
+        dropins=dict(type='list', elements='path'),
         content=dict(type='str'),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         mode=dict(type='raw', default='0644'),
@@ -220,12 +239,15 @@ def main():
     for key in SHARED:
         argument_spec[key] = dict(COMMON_ARGUMENT_SPEC[key])
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
-                           required_if=[('state', 'present', ['content'])])
+                           required_if=[('state', 'present', ['content']), ('state', 'present', ['dropin'])],
+                           required_one_of=[('dropin', 'dropins')], mutually_exclusive=[('dropin', 'dropins')])
     require_tomlkit(module)
     ctx = Context(module, module.params['path'])
     try:
         if module.params['state'] == 'present':
             result = write(module, ctx, module.params)
+        elif module.params['dropins'] is not None:
+            result = remove_all(module, ctx, module.params)
         else:
             result = remove(module, ctx, module.params)
     except ConfigError as exc:

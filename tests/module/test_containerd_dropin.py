@@ -210,3 +210,43 @@ def test_module_defaults_reach_included_task_files(workdir):
     assert re.search(r'localhost\s*:\s*ok=\d+\s+changed=1\s', proc.stdout), proc.stdout[-1500:]
     assert read(dropin) == NYDUS
     assert os.path.isdir(os.path.join(state, 'ledger'))  # state_dir came from the defaults
+
+
+def test_dropins_removes_several_in_one_call_as_one_call_each_would(run_module, workdir):
+    """Two of coco's drop-ins and one it did not write: one call removes coco's, keeps the other, then the folder."""
+    main, dropin = _tree(workdir)
+    folder = os.path.dirname(dropin)
+    runtimes = os.path.join(folder, 'runtimes.toml')
+    other = os.path.join(folder, 'operator.toml')
+    run_module('containerd_dropin', path=main, dropin=dropin, content=NYDUS, owner='coco')
+    run_module('containerd_dropin', path=main, dropin=runtimes, content='version = 2\n', owner='coco')
+    with open(other, 'w') as f:
+        f.write('version = 2\n')
+    run_module('containerd_imports', path=main, imports=[runtimes], owner='gpu')
+    # check mode and diff: nothing goes
+    res = run_module('containerd_dropin', check=True, diff=True, path=main, dropins=[dropin, runtimes, other],
+                     state='absent', owner='coco')
+    assert res['changed'] and [d['removed'] for d in res['dropins']] == [True, False, False]
+    assert res['diff'][0]['before'] == NYDUS and os.path.exists(dropin)
+    res = run_module('containerd_dropin', path=main, dropins=[dropin, runtimes, other], state='absent', owner='coco')
+    assert res['changed'] and res['removed'] and res['kept'] and not res['folder_removed']
+    assert [(d['dropin'], d['removed'], d['kept']) for d in res['dropins']] == [
+        (dropin, True, False), (runtimes, False, True), (other, False, False)]
+    assert res['imported_by'] == [main] and 'left alone' in res['dropins'][2]['msg']
+    assert not os.path.exists(dropin) and os.path.exists(runtimes) and os.path.exists(other)
+    assert_containerd_accepts(main)
+    # nothing imports it any more and the foreign file is gone: the last of coco's files, then the folder
+    run_module('containerd_imports', path=main, imports=[runtimes], owner='gpu', state='absent')
+    os.unlink(other)
+    res = run_module('containerd_dropin', path=main, dropins=[dropin, runtimes], state='absent', owner='coco')
+    assert res['removed'] and res['folder_removed'] and not os.path.exists(folder)
+    assert [d['removed'] for d in res['dropins']] == [False, True]
+    res = run_module('containerd_dropin', path=main, dropins=[dropin, runtimes], state='absent', owner='coco')
+    assert not res['changed']
+
+
+def test_dropins_only_removes(run_module, workdir):
+    main, dropin = _tree(workdir)
+    res = run_module('containerd_dropin', path=main, dropins=[dropin], content=NYDUS, owner='coco', expect_fail=True)
+    assert 'dropin' in res['msg']
+    assert not os.path.exists(dropin)
