@@ -404,6 +404,7 @@ def file_facts(state_dir, paths, view, ver):
         except LedgerError as exc:
             problems.append(_plain_msg(exc))
         out[given] = dict(path=path, exists=kind is not None, type=kind,
+                          dangling=kind == 'link' and not os.path.exists(path),
                           sha256=sha256_bytes(raw) if raw is not None else None,
                           imported=path in named, imported_by=_unique(named.get(path, [])), loaded=path in loaded,
                           owners=owners)
@@ -445,6 +446,24 @@ def drift_facts(module, ctx, path, data, dump):
     return out
 
 
+# ------------------------------------------------------------------ commands on PATH
+def command_facts(names, search_path):
+    """Each name as bash's ``command -v`` finds it (the path, or None): a name with a "/" is that file if executable.
+
+    Read-only, so a role can learn where e.g. kubectl is within this one call.
+    """
+    out = {}
+    for name in names:
+        if '/' in name:
+            found = name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+        else:
+            found = next((os.path.join(d or '.', name) for d in (search_path or '').split(os.pathsep)
+                          if os.path.isfile(os.path.join(d or '.', name))
+                          and os.access(os.path.join(d or '.', name), os.X_OK)), None)
+        out[name] = found
+    return out
+
+
 # ------------------------------------------------------------------ all of it
 def gather(module):
     """The facts containerd_info returns (a dict), or InfoError."""
@@ -458,7 +477,8 @@ def gather(module):
     imports = imports_facts(view, ver)
     if data is None:
         imports['files'] = []
-    facts = dict(changed=False, containerd=containerd, config=config, imports=imports)
+    facts = dict(changed=False, containerd=containerd, config=config, imports=imports, node_name=os.uname()[1],
+                 commands=command_facts(params.get('commands') or [], os.environ.get('PATH')))
     bad = unparseable_import(view)
     if bad:
         raise InfoError(bad + '. Fix the file by hand, or put back a known-good copy with '

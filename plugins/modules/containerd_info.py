@@ -104,6 +104,15 @@ options:
     type: list
     elements: path
     default: []
+  commands:
+    description:
+      - Commands to look up as bash's C(command -v) does (the first executable file of that name in the module's
+        C(PATH); a name with a C(/) is that file when it is executable), for example V(kubectl). RV(commands) says
+        where each is. Nothing is run.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
 requirements:
   - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 notes:
@@ -374,10 +383,21 @@ owned:
            settings: ['plugins."io.containerd.grpc.v1.cri".containerd.disable_snapshot_annotations'],
            imports: [/etc/containerd/config.toml.d/nydus-snapshotter.toml],
            files: [/etc/containerd/config.toml.d/nydus-snapshotter.toml], error: null}
+node_name:
+  description: The node's host name (C(uname -n)), for example the Kubernetes node name of a kubeadm node.
+  returned: success
+  type: str
+  sample: worker-1
+commands:
+  description: For each name of O(commands), the executable file bash's C(command -v) finds, or null when there is none.
+  returned: success
+  type: dict
+  sample: {kubectl: /usr/bin/kubectl}
 files:
   description:
     - For each path of O(files) (as given), C(path) (absolute), C(exists), C(type) (V(file), V(directory), V(link),
-      V(other) or null), C(sha256) (of a regular file; null otherwise), C(imported) (a plain C(imports) entry of
+      V(other) or null), C(dangling) (a link whose target does not exist), C(sha256) (of a regular file; null
+      otherwise), C(imported) (a plain C(imports) entry of
       the tree names it), C(imported_by) (those files), C(loaded) (containerd loads it, also through a glob) and
       C(owners) (owners whose ledger record says they wrote the file or created the folder).
   returned: success
@@ -462,6 +482,7 @@ def main():
         protect=dict(type='list', elements='str'),
         owner=dict(type='str'),
         files=dict(type='list', elements='path', default=[]),
+        commands=dict(type='list', elements='str', default=[]),
     )
     for key in COMMON_OPTIONS:
         argument_spec[key] = dict(COMMON_ARGUMENT_SPEC[key])

@@ -447,7 +447,7 @@ def test_owned_by_one_owner_and_named_files(info, run_module, workdir, config):
     assert files[os.path.dirname(dropin)]['type'] == 'directory'
     # loaded through a glob, but no plain entry names it: deleting it leaves no dangling import
     assert files[globbed]['loaded'] and not files[globbed]['imported'] and files[globbed]['owners'] == []
-    assert files[missing] == dict(path=missing, exists=False, type=None, sha256=None, imported=False,
+    assert files[missing] == dict(path=missing, exists=False, type=None, dangling=False, sha256=None, imported=False,
                                   imported_by=[], loaded=False, owners=[])
     gpu = info(path=path, owner='gpu', dump=False)['owned']
     assert gpu['runtimes'] == ['nvidia'] and gpu['imports'] == [os.path.join(etc, 'glob.d', '*.toml')]
@@ -463,3 +463,40 @@ def test_owned_reports_a_damaged_ledger(info, run_module, workdir, config):
     res = info(path=path, owner='coco', dump=False)
     assert 'damaged' in res['owned']['error'] and res['owned']['runtimes'] == []
     assert res['owned']['error'] in res['problems']
+
+
+def test_commands_and_node_name_as_the_shell_finds_them(info, config, tmp_path):
+    """kubectl as `command -v` finds it (PATH order, executables only), the node name, and kubeconfig candidates."""
+    path = config('v2_debian_stock.toml')
+    workdir = str(tmp_path)  # outside the tree info() compares: a dangling link cannot be read
+    first, second = os.path.join(workdir, 'bin1'), os.path.join(workdir, 'bin2')
+    for folder in (first, second):
+        os.makedirs(folder)
+    # not executable in the first folder: the shell skips it
+    for folder, mode in ((first, 0o644), (second, 0o755)):
+        with open(os.path.join(folder, 'kubectl'), 'w') as f:
+            f.write('#!/bin/sh\n')
+        os.chmod(os.path.join(folder, 'kubectl'), mode)
+    given = os.path.join(first, 'kubectl')
+    kubeconfig = os.path.join(workdir, 'kubelet.conf')
+    with open(kubeconfig, 'w') as f:
+        f.write('# kubeconfig\n')
+    dangling = os.path.join(workdir, 'admin.conf')
+    os.symlink(os.path.join(workdir, 'gone.conf'), dangling)
+    linked = os.path.join(workdir, 'linked.conf')
+    os.symlink(kubeconfig, linked)
+    env_path = os.pathsep.join([first, second, os.environ['PATH']])
+    names = ['kubectl', 'no-such-command-here', given, os.path.join(second, 'kubectl')]
+    res = info(path=path, dump=False, commands=names, files=[dangling, linked, kubeconfig], env={'PATH': env_path})
+    # bash's command -v (dash's prints any existing path given with a "/", executable or not)
+    shell = subprocess.run(['bash', '-c', 'for c in "$@"; do command -v "$c" || echo; done', 'bash'] + names,
+                           capture_output=True, text=True, env=dict(os.environ, PATH=env_path), check=True)
+    assert [res['commands'][n] or '' for n in names] == shell.stdout.splitlines()
+    assert res['commands'] == {'kubectl': os.path.join(second, 'kubectl'), 'no-such-command-here': None,
+                               given: None, os.path.join(second, 'kubectl'): os.path.join(second, 'kubectl')}
+    assert res['node_name'] == subprocess.run(['uname', '-n'], capture_output=True, text=True).stdout.strip()
+    files = res['files']
+    assert files[dangling]['exists'] and files[dangling]['dangling']
+    assert files[linked]['type'] == 'link' and not files[linked]['dangling']
+    assert not files[kubeconfig]['dangling'] and files[kubeconfig]['type'] == 'file'
+    assert info(path=path, dump=False)['commands'] == {}
