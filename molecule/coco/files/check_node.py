@@ -2,7 +2,7 @@
 """Check a coco test node after each step; one JSON object on stdout.
 
   check_node.py --phase installed|removed|any --handlers a,b,c [--pristine FILE]
-                [--dropin F]... [--install-dir D]
+                [--dropin F]... [--install-dir D] [--host NAME] [--restarts N] [--allow-pending]
 
 Always: config.toml exists and parses; its imports have no duplicate (as
 containerd resolves them) and no entry naming a missing file; containerd
@@ -12,7 +12,10 @@ ok. installed: every handler is in the effective config, the drop-ins of
 this containerd version exist. removed: no handler is left, no drop-in, no
 payload, and config.toml is byte-identical to --pristine.
 Also reports the number of containerd starts in the journal and the number
-of calls the kata shim stand-in logged, for the caller to compare.
+of calls the kata shim stand-in logged, and judges them: exit 1 with the
+reason on stderr unless the node is sound (ok, or only still running the
+previous config with --allow-pending), containerd started --restarts times
+since the previous check, and after an install the kata shim was called.
 """
 
 import argparse
@@ -85,6 +88,11 @@ def main():
     ap.add_argument("--kata-log", default="/var/log/nodeguard-standin/kata.log")
     ap.add_argument("--state", default="/var/lib/nodeguard-test/check-state.json",
                     help="counters of the previous check (containerd starts, kata shim calls)")
+    # the verdict (exit 1 and the reason on stderr when the node is not sound)
+    ap.add_argument("--host", default="", help="the inventory name, for the message")
+    ap.add_argument("--restarts", type=int, default=None, help="containerd starts expected since the previous check")
+    ap.add_argument("--allow-pending", action="store_true",
+                    help="after a killed run containerd may still run the previous config")
     args = ap.parse_args()
     handlers = [h for h in args.handlers.split(",") if h]
     failures = []
@@ -206,6 +214,17 @@ def main():
     out["failures"] = failures
     out["ok"] = not failures
     sys.stdout.write(json.dumps(out, sort_keys=True) + "\n")
+    sound = (out["ok"] or (args.allow_pending and not [f for f in failures if "does not run the current config" not in f]))
+    sound = sound and (args.restarts is None or out["starts_delta"] == args.restarts)
+    # readiness runs a probe container through kata-qemu after every install
+    sound = sound and (args.phase != "installed" or out["kata_delta"] > 0)
+    if not sound:
+        sys.stderr.write("%s after %s: failures %s; containerd started %s times since the previous check (expected %s); "
+                         "kata shim calls +%s; imports %s; effective runtimes %s\n"
+                         % (args.host, args.phase, failures, out["starts_delta"],
+                            "any" if args.restarts is None else args.restarts, out["kata_delta"], out.get("imports", []),
+                            out.get("effective_runtimes")))
+        sys.exit(1)
 
 
 if __name__ == "__main__":
