@@ -96,13 +96,14 @@ HOSTVARS = {
 }
 
 
-def run_job(tmp_path, playbook, text=None, extravars=None, name='job'):
+def run_job(tmp_path, playbook, text=None, extravars=None, name='job', hostvars=None):
     pdd = tmp_path / name
     shutil.copytree(os.path.join(REPO, 'playbooks'), str(pdd / 'project'))
     if text:
         (pdd / 'project' / playbook).write_text(text)
     (pdd / 'inventory').mkdir()
-    inventory = {'all': {'hosts': {n: dict(HOSTVARS[n], ansible_connection='local',
+    hostvars = HOSTVARS if hostvars is None else hostvars
+    inventory = {'all': {'hosts': {n: dict(hostvars.get(n, {}), ansible_connection='local',
                                            ansible_python_interpreter=sys.executable) for n in NODES}}}
     (pdd / 'inventory' / 'hosts.json').write_text(json.dumps(inventory))
     (pdd / 'env').mkdir()
@@ -146,8 +147,9 @@ def test_the_report_lands_in_the_jobs_artifacts_folder(job):
     (start,) = [e['created'] for e in job['runner'].events if e.get('event') == 'playbook_on_start']
     epoch = (datetime.datetime.strptime(start[:26], '%Y-%m-%dT%H:%M:%S.%f') - datetime.datetime(1970, 1, 1)).total_seconds()
     assert abs(job['report']['since'] - epoch) < 0.01, (job['report']['since'], start)
-    assert job['report']['summary'] == {'nodes': 4, 'ready': 2, 'failed': 1, 'not_reached': 0, 'unreachable': 0,
-                                        'restarts': 0}
+    assert job['report']['summary'] == {'nodes': 4, 'ready': 2, 'rolled_out': 0, 'failed': 1, 'rolled_back': 0,
+                                        'not_reached': 0, 'unreachable': 0, 'restarts': 0}
+    assert job['report']['stopped'] is None
 
 
 def test_each_row_says_what_the_run_left_on_that_node(job):
@@ -175,7 +177,7 @@ def test_each_row_says_what_the_run_left_on_that_node(job):
 
 def test_the_table_is_printed_on_the_controller(job):
     out = job['out']
-    assert 'nodeguard fleet report: 4 node(s), 2 ready, 1 failed, 0 not reached' in out
+    assert 'nodeguard fleet report: 4 node(s), 2 ready, 1 failed (0 rolled back), 0 not reached' in out
     header = [line for line in out.splitlines() if 'NODE' in line and 'CONTAINERD' in line and 'RESTARTS' in line]
     assert header, out[-3000:]
     for node in NODES:
@@ -271,9 +273,10 @@ def test_the_html_opens_in_a_real_browser_with_the_table_visible(job, tmp_path):
     assert '&lt;script&gt;' in dom.stdout and '<script>' not in dom.stdout
 
 
-def test_a_stopped_rollout_never_reaches_an_imported_report_run_it_as_the_next_job(tmp_path):
-    """ansible-core ends the whole playbook when max_fail_percentage stops a play: the imported report does
-    not run. report.yml as the next job, pointed at the stopped job's events, says who was reached."""
+def test_a_play_that_ansible_core_stops_gets_its_report_from_the_next_job(tmp_path):
+    """A play left to ansible-core's max_fail_percentage (not one of the collection's playbooks, which stop
+    their rollout themselves) ends the whole playbook: the imported report does not run. report.yml as the
+    next job, pointed at the stopped job's events, says who was reached."""
     runner, out, artifacts = run_job(tmp_path, 'stopped.yml', STOPPED, name='stopped')
     assert runner.status == 'failed'
     assert not os.path.exists(os.path.join(artifacts, 'nodeguard-fleet-report.json'))
@@ -294,3 +297,118 @@ def test_a_stopped_rollout_never_reaches_an_imported_report_run_it_as_the_next_j
     assert rows['node-d']['status'] == 'not reached', rows['node-d']
     assert rows['node-c']['seconds'] is None and rows['node-d']['seconds'] is None
     assert glob.glob(os.path.join(report_artifacts, 'nodeguard-fleet-report.html'))
+
+
+# A rollout shaped as the collection's playbooks are (playbooks/site.yml and the others): each node's work in a
+# block whose rescue keeps the failure (tasks/node_failed.yml), the batch gate last (tasks/batch_gate.yml), the
+# report imported at the end. node-b fails as a role does after its rollback ("Rolled back: ...").
+GATED = """
+- name: A rollout that keeps its failures and stops itself
+  hosts: "{{ target }}"
+  gather_facts: false
+  serial: "{{ test_serial }}"
+  tasks:
+    - name: Converge the node, its failure kept for the fleet report
+      block:
+        - name: The node fails after its rollback
+          ansible.builtin.fail:
+            msg: "test converge failed on node-b: readiness failed. Rolled back: baseline put back; node ready."
+          when: inventory_hostname == 'node-b'
+      rescue:
+        - name: Keep the failure
+          ansible.builtin.include_tasks: tasks/node_failed.yml
+
+    - name: Stop the rollout when too many nodes of this batch failed
+      ansible.builtin.include_tasks: tasks/batch_gate.yml
+      vars:
+        nodeguard_batch_max_fail_percentage: "{{ test_max_fail }}"
+
+- name: Fleet report
+  ansible.builtin.import_playbook: report.yml
+"""
+
+
+def report_of(artifacts):
+    with open(os.path.join(artifacts, 'nodeguard-fleet-report.json')) as f:
+        report = json.load(f)
+    assert os.path.isfile(os.path.join(artifacts, 'nodeguard-fleet-report.html'))
+    return report, {r['node']: r for r in report['rows']}
+
+
+def recap(runner):
+    (stats,) = [e['event_data'] for e in runner.events if e.get('event') == 'playbook_on_stats']
+    return stats
+
+
+def test_a_real_rollout_stopped_by_its_first_node_still_writes_the_report(tmp_path):
+    """playbooks/gpu_toolkit.yml as an AWX job, serial 1, max_fail_percentage 0, on three inventory hosts whose
+    first node fails at once (an invalid runtime list: the role's first check, on the controller, before it
+    touches anything). ansible-core used to end the playbook there (every host of the batch failed), so no
+    report; now the report is written with the failed node, the reason, and the two nodes never reached, and
+    the run still fails that node."""
+    runner, out, artifacts = run_job(
+        tmp_path, 'gpu_toolkit.yml', hostvars={}, name='gpu',
+        extravars={'gpu_toolkit_runtimes': ['bad name!'], 'gpu_toolkit_serial': 1, 'nodeguard_become': False})
+    assert runner.status == 'failed' and runner.rc == 2, (runner.status, runner.rc, out[-3000:])
+    assert os.path.isfile(os.path.join(artifacts, 'nodeguard-fleet-report.json')), out[-3000:]
+    report, rows = report_of(artifacts)
+    assert [r['node'] for r in report['rows']] == NODES
+    a = rows['node-a']
+    assert a['status'] == 'failed' and 'gpu_toolkit_runtimes must list' in a['reason'], a
+    for n in ('node-b', 'node-c', 'node-d'):
+        assert rows[n]['status'] == 'not reached' and 'untouched' in rows[n]['detail'], rows[n]
+        assert rows[n]['seconds'] is None and rows[n]['changed'] is None, rows[n]
+    assert report['stopped']['batch'] == 1 and report['stopped']['failed'] == ['node-a'], report['stopped']
+    # the run fails the node after the report, with the reason; the others never ran a task of the rollout
+    assert set(recap(runner)['failures']) == {'node-a'}, recap(runner)
+    rollout = [e for e in runner.events if str(e.get('event', '')).startswith('runner_on_')
+               and e['event_data'].get('play') == 'NVIDIA container runtime in containerd']
+    assert {e['event_data']['host'] for e in rollout} == {'node-a'}
+    assert out.index('Render the fleet report') < out.rindex('gpu_toolkit_runtimes must list')
+
+
+@pytest.mark.parametrize('serial, max_fail, stopped', [(1, 0, True), (2, 0, True), (2, 50, False)])
+def test_the_report_shows_rolled_out_rolled_back_and_not_reached(tmp_path, serial, max_fail, stopped):
+    """The gate stops the rollout when MORE than max_fail_percentage of a batch failed, as ansible-core would
+    (1 of 2 at 50 % goes on); the report runs either way and names every node's outcome."""
+    runner, out, artifacts = run_job(tmp_path, 'gated.yml', GATED, hostvars={}, name='gated',
+                                     extravars={'test_serial': serial, 'test_max_fail': max_fail})
+    assert runner.status == 'failed' and runner.rc == 2, (runner.status, out[-3000:])
+    report, rows = report_of(artifacts)
+    assert rows['node-a']['status'] == 'rolled out' and rows['node-a']['batch'] == 1, rows['node-a']
+    b = rows['node-b']
+    assert b['status'] == 'rolled back' and b['reason'].startswith('test converge failed on node-b'), b
+    assert 'reason: test converge failed' in b['detail'], b
+    later = ['node-c', 'node-d']
+    if stopped:
+        assert [rows[n]['status'] for n in later] == ['not reached', 'not reached'], rows
+        assert report['stopped']['batch'] == (2 if serial == 1 else 1), report['stopped']
+        assert report['summary']['not_reached'] == 2
+    else:
+        assert [rows[n]['status'] for n in later] == ['rolled out', 'rolled out'], rows
+        assert [rows[n]['batch'] for n in later] == [2, 2]
+        assert report['stopped'] is None
+    assert report['summary']['rolled_back'] == 1 and report['summary']['failed'] == 1
+    assert set(recap(runner)['failures']) == {'node-b'}, recap(runner)
+    assert 'nodeguard fleet report: 4 node(s)' in out
+
+
+def test_every_playbook_keeps_its_failures_and_gates_its_batches():
+    """The shape the report relies on, in every playbook of the collection: the node's work in a block whose
+    rescue keeps the failure; a rollout (serial) ends with the batch gate; report.yml is imported last."""
+    import yaml
+    for path in sorted(glob.glob(os.path.join(REPO, 'playbooks', '*.yml'))):
+        name = os.path.basename(path)
+        if name == 'report.yml':
+            continue
+        with open(path) as f:
+            plays = yaml.safe_load(f)
+        assert plays[-1].get('ansible.builtin.import_playbook') == 'report.yml', name
+        (play,) = [p for p in plays if 'hosts' in p]
+        assert 'roles' not in play, name
+        blocks = [t for t in play['tasks'] if 'block' in t]
+        assert len(blocks) == 1 and play['tasks'].index(blocks[0]) <= 1, name
+        rescue = blocks[0]['rescue']
+        assert rescue[-1].get('ansible.builtin.include_tasks') == 'tasks/node_failed.yml', name
+        if 'serial' in play:
+            assert play['tasks'][-1].get('ansible.builtin.include_tasks') == 'tasks/batch_gate.yml', name

@@ -8,9 +8,11 @@ molecule/readiness/tests/test_runner_awx.py), an inventory written here
 ANSIBLE_* setting of the checkout or of molecule reaches a job. The story
 runs once (session fixture); the tests then judge what it left:
 
-  poisoned   site.yml (+ report.yml) with fleet-bookworm-2's nvidia stand-in
-             exiting 1: the rollout stops in batch 2; then report.yml as its
-             own job (ansible-core ends the playbook before the import)
+  poisoned   site.yml with fleet-bookworm-2's nvidia stand-in exiting 1: the
+             rollout stops in batch 2 (site.yml's own batch gate: meta
+             end_play), the fleet report still runs at the end of the job
+             (rolled out / rolled back / not reached), then the job fails the
+             rolled-back node
   cured      the stand-in back, the same job again: the rest of the fleet
   uninstall  gpu_toolkit_state absent (coco too with FLEET_FULL=1)
 
@@ -38,6 +40,7 @@ EARLIER = [n for b in BATCHES[:POISONED_BATCH] for n in b]
 LATER = [n for b in BATCHES[POISONED_BATCH + 1:] for n in b]
 SAME_BATCH = [n for n in BATCHES[POISONED_BATCH] if n != POISONED]
 STANDIN = "/usr/local/bin/nvidia-container-runtime"
+ROLLOUT_PLAY = "GPU and Confidential Containers runtimes in containerd"   # site.yml's play
 # what a byte-for-byte comparison covers: containerd's config tree and nodeguard's state (ledgers, baselines)
 TREES = "/etc/containerd /var/lib/nodeguard"
 SITE_VARS = {
@@ -49,14 +52,6 @@ SITE_VARS = {
     "nodeguard_max_fail_percentage": 0,
     "nodeguard_become": False,   # nsenter reaches the node as root
 }
-# the job's playbook: site.yml with the report imported at its end, as the playbooks will have it
-SITE_AND_REPORT = """---
-- name: Roll the runtimes
-  ansible.builtin.import_playbook: site.yml
-
-- name: Fleet report
-  ansible.builtin.import_playbook: report.yml
-"""
 
 
 def node(name, *cmd):
@@ -100,8 +95,6 @@ class Jobs(object):
         project = os.environ["MOLECULE_PROJECT_DIRECTORY"]
         self.pdd = tempfile.mkdtemp(prefix="ng-fleet-job-")
         shutil.copytree(os.path.join(project, "playbooks"), os.path.join(self.pdd, "project"))
-        with open(os.path.join(self.pdd, "project", "fleet_site.yml"), "w") as f:
-            f.write(SITE_AND_REPORT)
         os.makedirs(os.path.join(self.pdd, "env"))
         os.makedirs(os.path.join(self.pdd, "inventory"))
         self.bindir = os.path.dirname(shutil.which("ansible-playbook") or sys.executable)
@@ -147,10 +140,13 @@ class Jobs(object):
             wall = time.time() - began
         artifacts = os.path.join(self.pdd, "artifacts", runner.config.ident)
         out = runner.stdout.read()
-        stats = {}
+        stats, tasks = {}, []
         for ev in runner.events:
             if ev.get("event") == "playbook_on_stats":
                 stats = ev.get("event_data", {})
+            elif str(ev.get("event", "")).startswith("runner_on_"):
+                data = ev.get("event_data", {})
+                tasks.append(dict(play=data.get("play"), host=data.get("host"), task=data.get("task")))
         report = None
         path = os.path.join(artifacts, "nodeguard-fleet-report.json")
         if os.path.isfile(path):
@@ -158,7 +154,7 @@ class Jobs(object):
                 report = json.load(f)
         print("\n%s %s: %s in %.0f s; report %s" % (playbook, json.dumps(extra, sort_keys=True)[:80],
                                                     runner.status, wall, path if report else "none"))
-        return dict(status=runner.status, rc=runner.rc, out=out, stats=stats, began=began, wall=wall,
+        return dict(status=runner.status, rc=runner.rc, out=out, stats=stats, tasks=tasks, began=began, wall=wall,
                     artifacts=artifacts, report=report)
 
 
@@ -174,19 +170,14 @@ def story():
     # 1. poisoned: the stand-in exits non-zero on one node of the second batch
     assert node(POISONED, "sh", "-c", "printf '#!/bin/sh\\nexit 1\\n' > %s && chmod 0755 %s" % (STANDIN, STANDIN)
                 ).returncode == 0
-    steps["poisoned_job"] = jobs.run("fleet_site.yml", dict(SITE_VARS, **states(True)))
+    steps["poisoned_job"] = jobs.run("site.yml", dict(SITE_VARS, **states(True)))
     steps["poisoned"] = snapshot()
-    # the stopped rollout never reached the imported report: the report as the next job, on that job
-    steps["poisoned_report"] = jobs.run("report.yml", {
-        "fleet_report_since": "%.3f" % steps["poisoned_job"]["began"],
-        "fleet_report_events_dir": steps["poisoned_job"]["artifacts"],
-        "fleet_report_readiness": True, "nodeguard_become": False})
     # 2. cured, the same job again
     assert node(POISONED, "cp", "/usr/local/lib/nvidia-container-runtime.good", STANDIN).returncode == 0
-    steps["cured_job"] = jobs.run("fleet_site.yml", dict(SITE_VARS, **states(True)))
+    steps["cured_job"] = jobs.run("site.yml", dict(SITE_VARS, **states(True)))
     steps["cured"] = snapshot()
     # 3. uninstall across the fleet
-    steps["uninstall_job"] = jobs.run("fleet_site.yml", dict(SITE_VARS, **states(False)))
+    steps["uninstall_job"] = jobs.run("site.yml", dict(SITE_VARS, **states(False)))
     steps["uninstalled"] = snapshot()
     steps["pdd"] = jobs.pdd
     with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fleet-story.json"), "w") as f:
@@ -203,16 +194,23 @@ def rows(job):
 
 def test_the_poisoned_rollout_stops_at_its_batch(story):
     job = story["poisoned_job"]
-    assert job["status"] == "failed", job["out"][-4000:]
+    assert job["status"] == "failed" and job["rc"] != 0, job["out"][-4000:]
     # the poisoned node failed with the reason, rolled back and ready again
     assert "site converge failed on %s" % POISONED in job["out"], job["out"][-4000:]
     assert "node ready again" in job["out"], job["out"][-4000:]
     assert set(job["stats"].get("failures", {})) == {POISONED}, job["stats"].get("failures")
-    # the later batches were never reached (no task ran there)
+    # the later batches were never reached: no task of the rollout play ran there (the report's plays come after)
+    rollout = [t for t in job["tasks"] if t["play"] == ROLLOUT_PLAY]
+    assert rollout and not [t for t in rollout if t["host"] in LATER], [t for t in rollout if t["host"] in LATER][:3]
     for n in LATER:
-        assert n not in job["stats"].get("ok", {}) and n not in job["stats"].get("changed", {}), n
-    # ansible-core ends the playbook when a play stops its rollout: the imported report did not run
-    assert job["report"] is None
+        assert n not in job["stats"].get("changed", {}), n
+    # site.yml stopped the rollout itself (meta end_play after the batch): the report ran at the job's end,
+    # before the job failed the rolled-back node
+    assert job["report"] is not None, job["out"][-4000:]
+    assert os.path.isfile(os.path.join(job["artifacts"], "nodeguard-fleet-report.html"))
+    assert job["report"]["stopped"]["batch"] == POISONED_BATCH + 1, job["report"]["stopped"]
+    assert job["report"]["stopped"]["failed"] == [POISONED], job["report"]["stopped"]
+    assert job["out"].index("Render the fleet report") < job["out"].rindex("site converge failed on %s" % POISONED)
 
 
 def test_the_poisoned_node_is_back_on_its_baseline_restarted_once_more_and_ready(story):
@@ -221,8 +219,9 @@ def test_the_poisoned_node_is_back_on_its_baseline_restarted_once_more_and_ready
     # one start onto the new config, one back onto the baseline
     assert after["starts"] - before["starts"] == 2
     assert after["runtimes"] == before["runtimes"]
-    row = rows(story["poisoned_report"])[POISONED]
-    assert row["status"] == "failed" and row["readiness"] == "ready", row
+    row = rows(story["poisoned_job"])[POISONED]
+    assert row["status"] == "rolled back" and row["readiness"] == "ready", row
+    assert row["reason"].startswith("site converge failed on %s" % POISONED) and "node ready again" in row["reason"], row
     assert row["restarts"] == 2 and "nvidia" not in row["runtimes"], row
 
 
@@ -231,16 +230,18 @@ def test_later_batches_are_byte_identical_and_not_restarted(story):
         before, after = story["before"][n], story["poisoned"][n]
         assert after["tree"] == before["tree"], n
         assert after["starts"] == before["starts"], n
-        assert rows(story["poisoned_report"])[n]["status"] == "not reached"
+        row = rows(story["poisoned_job"])[n]
+        assert row["status"] == "not reached" and "untouched" in row["detail"], row
+        assert row["restarts"] == 0 and row["seconds"] is None and row["changed"] is None, row
 
 
 def test_earlier_batches_keep_their_install_and_are_ready(story):
-    report = rows(story["poisoned_report"])
+    report = rows(story["poisoned_job"])
     for n in EARLIER + SAME_BATCH:
         after = story["poisoned"][n]
         assert "nvidia" in after["runtimes"], (n, after["runtimes"])
         assert after["starts"] - story["before"][n]["starts"] == 1, n
-        assert report[n]["readiness"] == "ready" and report[n]["status"] == "ok", report[n]
+        assert report[n]["readiness"] == "ready" and report[n]["status"] == "rolled out", report[n]
         assert report[n]["restarts"] == 1 and report[n]["seconds"] > 0, report[n]
 
 
@@ -259,7 +260,7 @@ def test_the_cured_run_changes_only_the_rest_of_the_fleet(story):
         delta = story["cured"][n]["starts"] - story["before"][n]["starts"]
         assert delta == (3 if n == POISONED else 1), (n, delta)
     report = rows(job)
-    assert all(r["readiness"] == "ready" and r["status"] == "ok" for r in report.values()), report
+    assert all(r["readiness"] == "ready" and r["status"] == "rolled out" for r in report.values()), report
     assert {n: r["restarts"] for n, r in report.items()} == {n: (0 if n in done else 1) for n in NODES}
 
 
@@ -270,11 +271,12 @@ def test_uninstall_gives_every_node_its_original_bytes(story):
         assert story["uninstalled"][n]["config"] == story["before"][n]["config"], n
         assert story["uninstalled"][n]["runtimes"] == story["before"][n]["runtimes"], n
     report = rows(job)
-    assert all(r["readiness"] == "ready" and r["restarts"] == 1 for r in report.values()), report
+    assert all(r["readiness"] == "ready" and r["restarts"] == 1 and r["status"] == "rolled out"
+               for r in report.values()), report
 
 
 def test_every_report_covers_the_fleet_in_its_artifacts(story):
-    for key in ("poisoned_report", "cured_job", "uninstall_job"):
+    for key in ("poisoned_job", "cured_job", "uninstall_job"):
         job = story[key]
         assert [r["node"] for r in job["report"]["rows"]] == NODES
         assert os.path.isfile(os.path.join(job["artifacts"], "nodeguard-fleet-report.html"))
