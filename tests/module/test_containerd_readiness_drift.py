@@ -17,9 +17,12 @@ import os
 
 import pytest
 
+import test_containerd_readiness as readiness
 from conftest import CONTAINERD_2
-# the real containerd on a private socket, and one readiness call on it
-from test_containerd_readiness import check, node  # noqa: F401  (node is a fixture)
+
+# the real containerd on a private socket (a fixture), and one readiness call on it
+node = readiness.node
+check = readiness.check
 
 BASELINE = 'ready-test'
 # when each check ran and how long it waited: not part of what must be equal
@@ -63,7 +66,7 @@ def snapshot(run_module, n, store):
                       containerd_bin=n['binary'], env=n['env'])
 
 
-def test_no_baseline_skips(run_module, node, store):  # noqa: F811
+def test_no_baseline_skips(run_module, node, store):
     n = node()
     entry, report = same_report(run_module, n, store)
     assert entry['status'] == 'skip' and not entry['required'], entry
@@ -75,7 +78,7 @@ def test_no_baseline_skips(run_module, node, store):  # noqa: F811
     pytest.param(None, 2, id='containerd-1.6'),
     pytest.param(CONTAINERD_2, 3, id='containerd-2.1'),
 ])
-def test_baseline_without_drift_passes(run_module, node, store, binary, version):  # noqa: F811
+def test_baseline_without_drift_passes(run_module, node, store, binary, version):
     n = node(binary, version=version) if binary else node()
     snapshot(run_module, n, store)
     entry, report = same_report(run_module, n, store, baseline_fails=False)
@@ -84,7 +87,7 @@ def test_baseline_without_drift_passes(run_module, node, store, binary, version)
     assert report['drift'] == dict(status='pass', reason=entry['reason'], unaccounted=[], accounted=[])
 
 
-def test_drift_an_owner_recorded_is_accounted(run_module, node, store):  # noqa: F811
+def test_drift_an_owner_recorded_is_accounted(run_module, node, store):
     n = node()
     snapshot(run_module, n, store)
     # an install role's change of a protected key (the default runtime), recorded in the ledger
@@ -96,7 +99,7 @@ def test_drift_an_owner_recorded_is_accounted(run_module, node, store):  # noqa:
         path='plugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name', change='added', by='gpu_toolkit')]
 
 
-def test_unaccounted_drift_fails_naming_the_key(run_module, node, store):  # noqa: F811
+def test_unaccounted_drift_fails_naming_the_key(run_module, node, store):
     n = node()
     snapshot(run_module, n, store)
     with open(n['config'], 'a') as f:   # by hand: no ledger record
@@ -109,7 +112,7 @@ def test_unaccounted_drift_fails_naming_the_key(run_module, node, store):  # noq
     assert report['failed'] == ['baseline_drift'] and not report['ok']
 
 
-def test_damaged_baseline_fails(run_module, node, store):  # noqa: F811
+def test_damaged_baseline_fails(run_module, node, store):
     n = node()
     taken = snapshot(run_module, n, store)
     with open(os.path.join(taken['snapshot'], 'manifest.json'), 'w') as f:
@@ -120,7 +123,7 @@ def test_damaged_baseline_fails(run_module, node, store):  # noqa: F811
     assert not report['ok']
 
 
-def test_a_given_result_wins(run_module, node, store):  # noqa: F811
+def test_a_given_result_wins(run_module, node, store):
     """drift_result still decides when given: the module does not compare on its own then."""
     n = node()
     snapshot(run_module, n, store)
