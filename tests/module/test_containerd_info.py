@@ -494,7 +494,7 @@ def test_commands_and_node_name_as_the_shell_finds_them(info, config, tmp_path):
     assert [res['commands'][n] or '' for n in names] == shell.stdout.splitlines()
     assert res['commands'] == {'kubectl': os.path.join(second, 'kubectl'), 'no-such-command-here': None,
                                given: None, os.path.join(second, 'kubectl'): os.path.join(second, 'kubectl')}
-    assert res['node_name'] == subprocess.run(['uname', '-n'], capture_output=True, text=True).stdout.strip()
+    assert res['node_name'] == subprocess.run(['uname', '-n'], capture_output=True, text=True, check=True).stdout.strip()
     files = res['files']
     assert files[dangling]['exists'] and files[dangling]['dangling']
     assert files[linked]['type'] == 'link' and not files[linked]['dangling']
