@@ -25,7 +25,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import errno
 import json
 import os
 
@@ -48,7 +47,7 @@ def file_identity(path):
         st = os.stat(path)
     except OSError:
         return None
-    return [st.st_ino, getattr(st, 'st_ctime_ns', int(st.st_ctime * 1e9))]
+    return [st.st_ino, st.st_ctime_ns]
 
 
 def ledger_path_for(state_dir, config_path):
@@ -221,12 +220,7 @@ class Ledger(object):
             'records': self.records,
             'previous': self._saved_state,
         }
-        folder = os.path.dirname(self.path)
-        try:
-            os.makedirs(folder, 0o700)
-        except OSError as exc:
-            if exc.errno != errno.EEXIST:
-                raise
+        os.makedirs(os.path.dirname(self.path), 0o700, exist_ok=True)
         clean_stale_temps(self.path)  # left by a run killed in atomic_write; we hold the config's lock
         atomic_write(self.path, (json.dumps(data, indent=1, sort_keys=True) + '\n').encode('utf-8'),
                      mode=0o600)

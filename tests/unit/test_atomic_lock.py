@@ -91,11 +91,14 @@ def test_timeout_names_the_lock_and_restores_the_alarm(tmp_path, free_timer):
 
 def test_waiter_gets_the_lock_when_the_holder_lets_go(tmp_path, free_timer):
     path = str(tmp_path / 'config.toml')
-    proc = hold(path, 0.7)
+    proc = hold(path, 1.5)
+    t0 = time.monotonic()
     lock = FileLock(path, 30).acquire()
+    elapsed = time.monotonic() - t0
     try:
         assert proc.wait() == 0  # the holder finished before we got the lock
-        assert lock.waited > 0.2
+        # waited is the time spent waiting, in seconds, as measured around the call
+        assert 0.8 < lock.waited <= elapsed + 0.01 and elapsed - lock.waited < 0.3
         assert holder_of(path)
     finally:
         lock.release()
@@ -143,9 +146,12 @@ def test_thread_times_out_cleanly(tmp_path):
             except LockTimeout:
                 outcome.append('timeout')
         t = threading.Thread(target=worker)
+        t0 = time.monotonic()
         t.start()
         t.join(10)
+        elapsed = time.monotonic() - t0
         assert outcome == ['timeout']
+        assert 0.28 <= elapsed < 5  # it polled for its whole timeout, not less
     finally:
         proc.kill()
         proc.wait()
@@ -168,5 +174,40 @@ def test_busy_timer_falls_back_to_polling(tmp_path, free_timer):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        proc.kill()
+        proc.wait()
+
+
+def test_lock_file_is_private_and_polling_is_short(tmp_path, monkeypatch):
+    """The lock file is 0600; the polling wait sleeps in short steps, so a waiter gets
+    the lock soon after its holder lets go."""
+    path = str(tmp_path / 'config.toml')
+    proc = hold(path, 0.3)
+    naps = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(_atomic.time, 'sleep', lambda s: naps.append(s) or real_sleep(s))
+    try:
+        fd = os.open(lock_path_for(path), os.O_RDWR)
+        try:
+            assert _atomic._flock_polling(fd, 30) is True
+        finally:
+            os.close(fd)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert naps and all(0 < s <= 0.05 for s in naps), naps
+    assert oct(os.stat(lock_path_for(path)).st_mode & 0o777) == '0o600'
+
+
+def test_zero_timeout_does_not_wait(tmp_path, free_timer):
+    path = str(tmp_path / 'config.toml')
+    proc = hold(path, 30)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(LockTimeout):
+            FileLock(path, 0).acquire()
+        assert time.monotonic() - t0 < 5
+        assert free_timer == ['polling']   # no alarm of 0 seconds (that would block for ever)
+    finally:
         proc.kill()
         proc.wait()

@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+"""tests/mutation/run.py: which tests judge a mutant when --max-tests caps them."""
+
+import importlib.util
+from pathlib import Path
+
+RUN = Path(__file__).resolve().parents[1] / 'mutation' / 'run.py'
+
+
+def _runner():
+    spec = importlib.util.spec_from_file_location('nodeguard_mutation_run', str(RUN))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tests_written_for_the_file_go_first_then_kill_history_then_fastest():
+    run = _runner()
+    fastest_first = [
+        'tests/module/test_containerd_setting.py::test_fast',
+        'tests/unit/test_engine_durability.py::test_killer',
+        'tests/unit/test_atomic_lock.py::test_slow_lock',
+        'tests/unit/test_atomic_files.py::test_stream',
+        'tests/unit/test_ledger.py::test_other_file',
+    ]
+    run._killers.clear()
+    run._killers['_atomic.py'] = {'tests/unit/test_engine_durability.py::test_killer': 3}
+    ordered = run.by_kill_history('_atomic.py', fastest_first)
+    assert ordered == [
+        'tests/unit/test_atomic_lock.py::test_slow_lock',
+        'tests/unit/test_atomic_files.py::test_stream',
+        'tests/unit/test_engine_durability.py::test_killer',
+        'tests/module/test_containerd_setting.py::test_fast',
+        'tests/unit/test_ledger.py::test_other_file',
+    ]
+    # a cap of 3 keeps both tests aimed at _atomic.py, though 3 others are as fast or faster
+    assert ordered[:3] == ordered[:2] + ['tests/unit/test_engine_durability.py::test_killer']
+    assert run._written_for('_ledger.py', 'tests/unit/test_ledger.py::test_x')
+    assert not run._written_for('_ledger.py', 'tests/unit/test_engine_durability.py::test_x')
+    run._killers.clear()
