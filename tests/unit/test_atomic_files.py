@@ -43,8 +43,9 @@ def test_stream_is_copied_in_bounded_chunks(tmp_path):
     assert [n for n in os.listdir(str(tmp_path)) if n.endswith(TEMP_SUFFIX)] == []
 
 
-def _temp_beside(path, token, age):
-    tmp = os.path.join(os.path.dirname(path), '.%s.%s%s' % (os.path.basename(path), token, TEMP_SUFFIX))
+def _temp_beside(path, age):
+    """A temporary file as a killed write of path leaves it (the engine's own naming), age seconds old."""
+    tmp = _atomic._temp_name(path)
     with open(tmp, 'wb') as f:
         f.write(b'half-written')
     then = time.time() - age
@@ -55,9 +56,9 @@ def _temp_beside(path, token, age):
 def test_only_temps_older_than_the_limit_are_removed(tmp_path):
     path = str(tmp_path / 'config.toml')
     atomic_write(path, b'version = 2\n')
-    old = _temp_beside(path, 'old', 7200)
-    fresh = _temp_beside(path, 'fresh', 5)
-    other = _temp_beside(str(tmp_path / 'other.toml'), 'old', 7200)   # another file's temp
+    old = _temp_beside(path, 7200)
+    fresh = _temp_beside(path, 5)
+    other = _temp_beside(str(tmp_path / 'other.toml'), 7200)   # another file's temp
     assert clean_stale_temps(path, older_than=3600) == [old]
     assert os.path.exists(fresh) and os.path.exists(other)
     # the default (under the lock: no live writer of ours) removes every temp of this file
