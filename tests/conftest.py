@@ -2,6 +2,7 @@
 """Shared fixtures: the collection on sys.path, modules run the way Ansible
 runs them, and the real containerd binaries that judge every result."""
 
+import glob
 import json
 import os
 import shutil
@@ -292,3 +293,30 @@ def containerd_daemon():
     for d in started:
         d.stop()
         shutil.rmtree(d.base, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ batch forms against single calls
+def binary_of(which):
+    binary = {'host': CONTAINERD_1, '1.7': CONTAINERD_17, '2': CONTAINERD_2}[which]
+    if binary is None:
+        pytest.fail('containerd %s is missing: run `make deps`' % which)
+    return binary
+
+
+def ledger_records(state_dir):
+    files = glob.glob(os.path.join(state_dir, 'ledger', '*.json'))
+    assert len(files) == 1, files
+    with open(files[0]) as f:
+        return json.load(f)['records']
+
+
+@pytest.fixture
+def twin(workdir, run_module, config):
+    """A second copy of the node: the same config file under another folder and state dir."""
+    def make(path):
+        other = os.path.join(workdir, 'twin')
+        os.makedirs(os.path.join(other, 'etc'))
+        copy = os.path.join(other, 'etc', 'config.toml')
+        shutil.copyfile(path, copy)
+        return copy, os.path.join(other, 'state')
+    return make

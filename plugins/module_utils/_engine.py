@@ -958,7 +958,24 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
         steps = [step for part in edit.parts for step in steps_of(part)]
     combine = getattr(edit, 'combine', None)
     result = _merge_steps([dict(s) for s in steps])
+    if getattr(edit, 'parts', None) and len(steps) > 1:
+        merge_batch_steps(result, steps)
     exit_result(module, ctx, combine(result, steps) if combine else result)
+
+
+def merge_batch_steps(result, steps):
+    """A batch's steps (its parts one by one, or an uninstall's files): the call changed what any of them changed.
+
+    Unlike _merge_steps this counts check-mode previews too (changed, not written).
+    """
+    changed = [s for s in steps if s.get('changed')]
+    result['changed'] = bool(changed)
+    if len(changed) > 1:
+        result['effects'] = [e for s in changed for e in s.get('effects') or []]
+        result['diff'] = [d for s in changed for d in (s['diff'] if isinstance(s.get('diff'), list)
+                                                       else [s['diff']] if s.get('diff') else [])]
+        result['files'] = sorted(set(f for s in changed for f in s.get('files') or [s.get('file')] if f))
+    return result
 
 
 def json_safe(value):

@@ -361,14 +361,7 @@ class RuntimeBatch(object):
         runtimes = [merged[e['name']] for e in self.entries if e['name'] in merged]
         result.update(runtimes=runtimes, **_summary(runtimes))
         if self.parts and len(steps) > 1:
-            # parts previewed or written one by one: the call changed what any of them changed
-            changed = [s for s in steps if s.get('changed')]
-            result['changed'] = bool(changed)
-            if len(changed) > 1:
-                result['effects'] = [e for s in changed for e in s.get('effects') or []]
-                result['diff'] = [d for s in changed for d in (s['diff'] if isinstance(s.get('diff'), list)
-                                                               else [s['diff']] if s.get('diff') else [])]
-                result['files'] = sorted(set(f for s in changed for f in s.get('files') or [s.get('file')] if f))
+            # the engine merged changed, effects, diff and files of the steps (merge_batch_steps)
             result['default_runtime_name'] = steps[-1].get('default_runtime_name')
         return result
 

@@ -60,3 +60,82 @@ def apply_setting(doc, ledger, ctx, params):
         return dict(key_path=list(path), value=doc.toml.get(path), restored=restored, kept=kept + summary['kept_keys'],
                     owner=owner)
     return dict(key_path=list(path), value=doc.toml.get(path), restored=restored, owner=owner)
+
+
+def setting_entries(params):
+    """The settings option as one params dict per key (owner and state filled in); one state per call."""
+    entries = []
+    for index, given in enumerate(params['settings']):
+        entry = dict(key=given['key'], value=given.get('value'), raw=bool(given.get('raw')),
+                     state=given.get('state') or params['state'], owner=params['owner'], index=index)
+        if entry['state'] == 'present' and entry['value'] is None:
+            raise ConfigError('settings[%d] (%s): state=present needs a value. Nothing was written. Fix: give value.'
+                              % (index, entry['key']), key='settings[%d].value' % index)
+        entries.append(entry)
+    keys = [(e['key'], e['raw']) for e in entries]
+    twice = sorted(set(k for k, _raw in keys if keys.count((k, _raw)) > 1))
+    if twice:
+        raise ConfigError('settings: %s given more than once. Nothing was written. Fix: give each key once.'
+                          % ', '.join(twice), key='settings')
+    states = sorted(set(e['state'] for e in entries))
+    if len(states) > 1:
+        # as containerd_runtime's runtimes: an uninstall walks the tree drop-ins first
+        raise ConfigError('settings: %s. One call either sets or puts back. Nothing was written. Fix: give the '
+                          'present and the absent keys in two calls.'
+                          % '; '.join('%s: %s' % (s, ', '.join(e['key'] for e in entries if e['state'] == s))
+                                      for s in states), key='settings')
+    return entries
+
+
+class SettingBatch(object):
+    """Several keys as one edit: one lock, one candidate, one validation, one write, one ledger update.
+
+    Each entry is applied as apply_setting applies one key, in order, so the
+    text and the ledger records are those of one call per key.  When they
+    would not all go to one file, the engine runs ``parts`` one by one
+    (SplitEdit); ``combine`` gives the one result either way.
+    """
+
+    def __init__(self, entries, owner):
+        self.entries = entries
+        self.owner = owner
+        self.parts = [SettingBatch([e], owner) for e in entries] if len(entries) > 1 else None
+
+    def __call__(self, doc, ledger, ctx):
+        results = []
+        for entry in self.entries:
+            try:
+                out = apply_setting(doc, ledger, ctx, entry)
+            except ConfigError as exc:
+                details = dict(exc.details)
+                details['key'] = 'settings[%d]' % entry['index']
+                raise ConfigError('settings[%d] (%s): %s' % (entry['index'], entry['key'], exc), **details)
+            out['key'] = entry['key']
+            results.append(out)
+        for out in results:
+            out['value'] = doc.toml.get(tuple(out['key_path']))
+        return dict(settings=results, owner=self.owner, **_summary(results))
+
+    def combine(self, result, steps):
+        """One result from the steps (an uninstall's files, or the parts): each key once, in the given order."""
+        merged = {}
+        for step in steps:
+            for out in step.get('settings') or []:
+                prior = merged.setdefault(out['key'], dict(out))
+                prior['value'] = out.get('value')  # a later step saw the later state
+                for key in ('restored', 'kept'):
+                    if key in out:
+                        prior[key] = sorted(set((prior.get(key) or []) + (out[key] or [])))
+        settings = [merged[e['key']] for e in self.entries if e['key'] in merged]
+        result.update(settings=settings, **_summary(settings))
+        return result  # changed, effects, diff and files of the steps: the engine's merge_batch_steps
+
+
+def _summary(settings):
+    """The single-key lists for a batch: the union of restored and kept."""
+    out = {}
+    for entry in settings:
+        for key in ('restored', 'kept'):
+            if key in entry:
+                out[key] = sorted(set(out.get(key, []) + list(entry[key] or [])))
+    return out

@@ -37,6 +37,10 @@ description:
     varies) is the one recorded at nodeguard's last restart and containerd has not started since.
   - O(step=wait) waits up to O(timeout) seconds for the unit to be active and its CRI plugins C(ok), and reports how
     long containerd took to come back (RV(wait)).
+  - O(step=restart_check) is O(step=restart) followed by O(step=check) in one call, the usual end of a converge
+    (one round trip less); the options of both steps apply. It returns both RV(restart) and RV(readiness); the checks run on whatever containerd
+    runs after the restart step, also when the restart was refused. When containerd did not come back after the
+    restart, the checks do not wait for it again (the restart's wait spent O(timeout) already).
 author:
   - nodeguard maintainers (@nodeguard)
 requirements:
@@ -61,9 +65,10 @@ options:
   step:
     description:
       - V(check) the readiness checks and their report; V(restart) the restart contract; V(pending) its decision
-        only; V(wait) wait for containerd and its CRI plugins.
+        only; V(wait) wait for containerd and its CRI plugins; V(restart_check) the restart contract, then the
+        checks.
     type: str
-    choices: [check, restart, pending, wait]
+    choices: [check, pending, restart, restart_check, wait]
     default: check
   path:
     description:
@@ -144,7 +149,8 @@ options:
     description:
       - Fail the task when the outcome is bad, with the report in the result. O(step=check) - a required check
         failed; O(step=restart) - the restart was refused, or containerd did not come back with its CRI plugins;
-        O(step=wait) - containerd is not ready. V(false) reports only (the role decides itself).
+        O(step=wait) - containerd is not ready; O(step=restart_check) - either. V(false) reports only (the role
+        decides itself).
     type: bool
     default: true
   handlers:
@@ -291,6 +297,14 @@ EXAMPLES = r'''
     kubernetes: 'false'
   become: true
 
+- name: End of a converge - restart once if needed, then the checks, in one call
+  nodeguard.containerd.containerd_readiness:
+    step: restart_check
+    handlers: [runc, nvidia]
+    fail: true
+  become: true
+  register: ready
+
 - name: Restart containerd once if its effective config changed, never into one it cannot load
   nodeguard.containerd.containerd_readiness:
     step: restart
@@ -339,7 +353,8 @@ EXAMPLES = r'''
 
 RETURN = r'''
 changed:
-  description: V(true) when O(step=restart) restarted containerd (in check mode, when it would).
+  description:
+    - V(true) when O(step=restart) or O(step=restart_check) restarted containerd (in check mode, when it would).
   returned: always
   type: bool
 msg:
@@ -355,7 +370,7 @@ readiness:
       C(config_version), C(runtimes), C(default_runtime_name), C(cri_plugins), C(came_back_seconds),
       C(startup_seconds), C(waited_seconds), C(start_limit_hit), C(reset_failed_done), C(imports)), C(probes) (per
       handler C(ok), C(rc), C(seconds), C(stdout), C(stderr), C(argv)), C(drift) and C(kubernetes).
-  returned: O(step=check)
+  returned: O(step=check) and O(step=restart_check)
   type: dict
   sample:
     ok: true
@@ -369,7 +384,7 @@ restart:
       (not restarted, the config cannot be loaded), C(restarted), C(cri_ok) (containerd came back with its CRI
       plugins), C(seconds) (restart and wait), C(reason) (why, or why refused), C(wait) (the wait's report, as
       RV(wait)).
-  returned: O(step=restart)
+  returned: O(step=restart) and O(step=restart_check)
   type: dict
   sample: {needed: true, refused: false, restarted: true, cri_ok: true, seconds: 1.4, reason: "...", wait: {}}
 decision:
@@ -378,11 +393,11 @@ decision:
       config), C(reason), C(active_state), C(started) (epoch seconds), C(newest_path) and C(newest) (the newest
       change among the watched files), C(walk_errors) (imports that could not be read), C(recorded) and
       C(recorded_at) (the last record).
-  returned: O(step=restart) and O(step=pending)
+  returned: O(step=restart), O(step=restart_check) and O(step=pending)
   type: dict
 preflight:
   description: The load test before the restart (C(status), C(msg), C(errors), C(seconds), C(required)).
-  returned: O(step=restart) when a restart was needed and O(preflight=true)
+  returned: O(step=restart) and O(step=restart_check) when a restart was needed and O(preflight=true)
   type: dict
 wait:
   description:
@@ -467,7 +482,20 @@ def step_wait(module, ctx, p, version_text):
     return dict(changed=False, msg=res['msg'], wait=res), p['fail'] and not res['ok']
 
 
-STEPS = dict(check=step_check, restart=step_restart, pending=step_pending, wait=step_wait)
+def step_restart_check(module, ctx, p, version_text):
+    result, restart_failed = step_restart(module, ctx, p, version_text)
+    fact = result['restart']
+    checks = dict(p)
+    if fact['restarted'] and not fact['cri_ok']:
+        checks['timeout'] = 0.0  # the restart's wait spent the timeout already: report, do not wait twice
+    check_result, check_failed = step_check(module, ctx, checks, version_text)
+    result['readiness'] = check_result['readiness']
+    result['msg'] = '%s; %s' % (result['msg'], check_result['msg'])
+    return result, restart_failed or check_failed
+
+
+STEPS = dict(check=step_check, restart=step_restart, pending=step_pending, wait=step_wait,
+             restart_check=step_restart_check)
 
 
 def main():

@@ -42,11 +42,39 @@ options:
       - V(cri.default_runtime_name).
       - With O(raw=true), a dotted TOML key as written in the file, for example
         C(plugins."io.containerd.grpc.v1.cri".max_concurrent_downloads).
+      - One of O(key) and O(settings) is required.
     type: str
-    required: true
+  settings:
+    description:
+      - Several keys in one call, each a dict of O(key), O(value), O(state) and O(raw) as one key takes them.
+      - One lock, one candidate, one validation and one write of the file for all of them, with the same text
+        and the same ledger records as one call per key, in the order given (so either form undoes the other).
+      - All entries have one O(state) (an entry without one takes the module's); a key given twice is refused.
+      - When the keys would not all be written to one file (one is decided by a drop-in), each is its own
+        transaction, as separate calls would be.
+      - Mutually exclusive with O(key) and O(value); O(raw) applies to O(key) only.
+    type: list
+    elements: dict
+    version_added: 0.3.0
+    suboptions:
+      key:
+        description: As O(key).
+        type: str
+        required: true
+      value:
+        description: As O(value); required when the entry's state is V(present).
+        type: raw
+      state:
+        description: As O(state); the module's O(state) when not given.
+        type: str
+        choices: [present, absent]
+      raw:
+        description: As O(raw).
+        type: bool
+        default: false
   value:
     description:
-      - The value to set (string, number, boolean or list). Required with O(state=present).
+      - The value to set (string, number, boolean or list). Required with O(state=present) and O(key).
     type: raw
   state:
     description:
@@ -83,6 +111,15 @@ EXAMPLES = r'''
     key: images.disable_snapshot_annotations
     owner: coco
     state: absent
+
+- name: CDI on, with its spec folders, in one validated write
+  nodeguard.containerd.containerd_setting:
+    settings:
+      - key: cri.enable_cdi
+        value: true
+      - key: cri.cdi_spec_dirs
+        value: [/etc/cdi, /var/run/cdi]
+    owner: gpu_toolkit
 
 - name: Any key, spelled as in the file
   nodeguard.containerd.containerd_setting:
@@ -162,18 +199,44 @@ validated:
   description: How the candidate was checked by containerd (V(config dump)), or why it could not be.
   returned: changed and not check mode
   type: str
+settings:
+  description: With O(settings), what happened to each key, in the order given.
+  returned: success and O(settings) given
+  type: list
+  elements: dict
+  contains:
+    key:
+      description: The key as given.
+      type: str
+    key_path:
+      description: Its path in the file.
+      type: list
+      elements: str
+    value:
+      description: Its value after the run (null when absent).
+      type: raw
+    restored:
+      description: Keys put back to their prior values.
+      type: list
+      elements: str
+    kept:
+      description: Keys left as they are (another owner or the operator changed them since, or never this owner's).
+      type: list
+      elements: str
+  sample:
+    - {key: cri.enable_cdi, key_path: [plugins, io.containerd.grpc.v1.cri, enable_cdi], value: true, restored: []}
 key_path:
   description: The key's path in the file, one element per table.
-  returned: success
+  returned: success and O(key) given
   type: list
   elements: str
   sample: ["plugins", "io.containerd.grpc.v1.cri", "enable_cdi"]
 value:
   description: The key's value after the run (null when absent).
-  returned: success
+  returned: success and O(key) given
   type: raw
 restored:
-  description: Keys put back to their prior values.
+  description: Keys put back to their prior values (with O(settings), of all of them).
   returned: success
   type: list
   elements: str
@@ -189,20 +252,44 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     COMMON_ARGUMENT_SPEC,
     run_transaction,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit import apply_setting
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit import (
+    SettingBatch,
+    apply_setting,
+    setting_entries,
+)
 
 
 def main():
     argument_spec = dict(
-        key=dict(type='str', required=True, no_log=False),
+        key=dict(type='str', no_log=False),
+        settings=dict(type='list', elements='dict', options=dict(
+            key=dict(type='str', required=True, no_log=False),
+            value=dict(type='raw'),
+            state=dict(type='str', choices=['present', 'absent']),
+            raw=dict(type='bool', default=False),
+        )),
         value=dict(type='raw'),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         raw=dict(type='bool', default=False),
     )
     argument_spec.update(COMMON_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
-                           required_if=[('state', 'present', ['value'])])
-    run_transaction(module, lambda doc, ledger, ctx: apply_setting(doc, ledger, ctx, module.params))
+                           required_one_of=[('key', 'settings')],
+                           mutually_exclusive=[('settings', 'key'), ('settings', 'value')],
+                           required_if=[('state', 'present', ('value', 'settings'), True)])
+    params = module.params
+    if params['settings'] is None:
+        run_transaction(module, lambda doc, ledger, ctx: apply_setting(doc, ledger, ctx, params))
+        return
+    try:
+        entries = setting_entries(params)
+    except ConfigError as exc:
+        module.fail_json(msg=str(exc), **exc.details)
+    if entries:
+        # the engine reads the call's state (an uninstall goes drop-ins first)
+        params['state'] = entries[0]['state']
+    run_transaction(module, SettingBatch(entries, params['owner']))
 
 
 if __name__ == '__main__':

@@ -568,3 +568,66 @@ def test_fingerprint_of_the_old_script_is_still_valid(running, run_module):
     touch_later(cfg)
     r = restart(run_module, u, cfg)
     assert not r['restart']['needed'] and 'last restarted containerd with' in r['restart']['reason'], r
+
+
+# ------------------------------------------------------------------ restart, then the checks (step=restart_check)
+def restart_check(run_module, u, cfg, expect_fail=False, **args):
+    args.setdefault('fail', False)
+    return run_module(MODULE, step='restart_check', expect_fail=expect_fail, path=cfg, state_dir=u.state_dir,
+                      containerd_bin=u.unit['binary'], address=u.address, probe=False, kubernetes='false',
+                      env=u.env, **args)
+
+
+def statuses(report):
+    return dict((c['name'], c['status']) for c in report['checks'])
+
+
+def test_restart_check_restarts_then_reports_on_the_new_containerd(running, run_module):
+    u, cfg = running
+    edit(cfg, 'runtime_type = "io.containerd.runc.v2"', PRIVILEGED)
+    touch_later(cfg)
+    r = restart_check(run_module, u, cfg, timeout=60)
+    assert r['changed'] and r['restart']['restarted'] and r['restart']['cri_ok'], r
+    assert r['readiness']['ok'] and statuses(r['readiness'])['containerd_active'] == 'pass', r['readiness']
+    assert 'containerd restarted' in r['msg'] and r['msg'].endswith(': READY'), r['msg']
+    assert u.calls('restart') == 2 and recorded(u) == r['decision']['fingerprint']
+    # the same report as a separate step=check on the same node
+    alone = run_module(MODULE, step='check', fail=False, path=cfg, state_dir=u.state_dir,
+                       containerd_bin=CONTAINERD_1, address=u.address, probe=False, kubernetes='false', env=u.env)
+    assert statuses(alone['readiness']) == statuses(r['readiness'])
+    assert alone['readiness']['containerd']['runtimes'] == r['readiness']['containerd']['runtimes']
+    # a re-run: no restart, the checks still run
+    again = restart_check(run_module, u, cfg, timeout=60)
+    assert not again['changed'] and not again['restart']['needed'] and again['readiness']['ok'], again
+    assert u.calls('restart') == 2
+
+
+def test_restart_check_reports_after_a_refused_restart_and_fails_when_asked(running, run_module):
+    u, cfg = running
+    pid = u.info()['pid']
+    with open(cfg, 'a') as f:
+        f.write('[plugins."io.containerd.grpc.v1.cri"\n')
+    r = restart_check(run_module, u, cfg, timeout=10)
+    assert r['restart']['refused'] and not r['restart']['restarted'], r
+    # the checks ran on the containerd still running the old config: active, the file broken
+    checks = statuses(r['readiness'])
+    assert checks['containerd_active'] == 'pass' and checks['config_dump'] == 'fail', checks
+    assert not r['readiness']['ok'] and u.info()['pid'] == pid and u.calls('restart') == 1
+    r = restart_check(run_module, u, cfg, expect_fail=True, fail=True, timeout=10)
+    assert 'not restarting containerd' in r['msg'] and 'NOT READY' in r['msg'] and '[config_dump]' in r['msg'], r['msg']
+
+
+def test_restart_check_does_not_wait_twice_for_a_containerd_that_did_not_come_back(running, run_module):
+    """The CRI plugin fails to load (config dump accepts the file): the restart waits its timeout, the checks not."""
+    u, cfg = running
+    # as nvidia-ctk 1.17.8 leaves Debian's config: default_runtime_name "runc" without a runc runtime
+    edit(cfg, 'containerd.runtimes.runc]', 'containerd.runtimes.nvidia]')
+    touch_later(cfg)
+    t0 = time.monotonic()
+    r = restart_check(run_module, u, cfg, timeout=4, preflight=False)
+    took = time.monotonic() - t0
+    assert r['restart']['restarted'] and not r['restart']['cri_ok'], r['restart']
+    assert r['restart']['wait']['waited_seconds'] >= 3.5, r['restart']['wait']
+    assert statuses(r['readiness'])['cri_plugin'] == 'fail' and not r['readiness']['ok'], r['readiness']
+    assert (r['readiness']['containerd']['waited_seconds'] or 0) < 1.0, r['readiness']['containerd']
+    assert took < 4 + 3.5, took  # one timeout, not two

@@ -8,13 +8,12 @@ reads every result (1.6 on the host, 1.7, 2.x).
 """
 
 import glob
-import json
 import os
 import shutil
 
 import pytest
 
-from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, assert_containerd_accepts, read
+from conftest import CONTAINERD_1, assert_containerd_accepts, binary_of, ledger_records, read
 
 KATA = '/opt/kata/bin/containerd-shim-kata-v2'
 
@@ -34,32 +33,6 @@ NAMES = [h['name'] for h in HANDLERS]
 # (fixture, containerd binary that reads it): Debian's stock 1.6 file (no
 # runtimes table: runc is written out), kubeadm's on 1.7, version 3 on 2.x
 NODES = [('v2_debian_stock.toml', 'host'), ('v2_kubeadm.toml', '1.7'), ('v3_default.toml', '2')]
-
-
-def binary_of(which):
-    binary = {'host': CONTAINERD_1, '1.7': CONTAINERD_17, '2': CONTAINERD_2}[which]
-    if binary is None:
-        pytest.fail('containerd %s is missing: run `make deps`' % which)
-    return binary
-
-
-def ledger_records(state_dir):
-    files = glob.glob(os.path.join(state_dir, 'ledger', '*.json'))
-    assert len(files) == 1, files
-    with open(files[0]) as f:
-        return json.load(f)['records']
-
-
-@pytest.fixture
-def twin(workdir, run_module, config):
-    """A second copy of the node: the same config file under another folder and state dir."""
-    def make(path):
-        other = os.path.join(workdir, 'twin')
-        os.makedirs(os.path.join(other, 'etc'))
-        copy = os.path.join(other, 'etc', 'config.toml')
-        shutil.copyfile(path, copy)
-        return copy, os.path.join(other, 'state')
-    return make
 
 
 def single_calls(run_module, path, binary, state_dir, state='present', **common):

@@ -66,6 +66,7 @@ PLAY = '''
         mode: "0644"
         content: "{{{{ {{'failure': test_failure, 'added': __gpu_toolkit_added | default({{}}),
           'removed': __gpu_toolkit_removed | default({{}}), 'cdi': __gpu_toolkit_cdi | default({{}}),
+          'cdi_restored': __gpu_toolkit_cdi_restored | default({{}}),
           'info': __gpu_toolkit_info | default({{}})}} | to_json }}}}"
 '''
 
@@ -150,7 +151,8 @@ def test_install_rerun_uninstall_rerun_through_the_group_defaults(workdir, confi
     assert runtimes['runc']['options']['BinaryName'] == binary
     assert data['containerd']['default_runtime_name'] == 'nvidia'
     assert data['enable_cdi'] is True and data['cdi_spec_dirs'] == ['/etc/cdi', '/var/run/cdi']
-    assert [r['item']['key'] for r in res['cdi']['results']] == ['cri.enable_cdi', 'cri.cdi_spec_dirs']
+    # both CDI keys in one call (containerd_setting's settings)
+    assert [r['key'] for r in res['cdi']['settings']] == ['cri.enable_cdi', 'cri.cdi_spec_dirs']
     # the role's path and state_dir reached present.yml's modules and config_snapshot's baseline
     assert sorted(set(r['resource'] for r in records(workdir, path))) == [
         'runtime:nvidia', 'runtime:runc', 'setting:plugins."io.containerd.grpc.v1.cri".cdi_spec_dirs',
@@ -161,8 +163,11 @@ def test_install_rerun_uninstall_rerun_through_the_group_defaults(workdir, confi
     assert_untouched_decoy(workdir)
     assert_containerd_accepts(path, CONTAINERD_17)
 
-    changed, res, _out, restarted = run_role(workdir, path, role, containerd_dir=ctd17)
+    assert 'config_snapshot : Take the containerd config baseline (once)' in _out
+    changed, res, out, restarted = run_role(workdir, path, role, containerd_dir=ctd17)
     assert (changed, res['failure'], restarted) == (0, '', False)
+    # the baseline exists (containerd_info saw its manifest): no config_snapshot call at all
+    assert 'config_snapshot : Take the containerd config baseline (once)' not in out
     # the second run read what the first recorded
     owned = res['info']['ledgers'][0]['records_by_owner']['gpu_toolkit']
     assert 'runtime:nvidia' in [r['resource'] for r in owned]
@@ -182,6 +187,33 @@ def test_install_rerun_uninstall_rerun_through_the_group_defaults(workdir, confi
     changed, res, out, restarted = run_role(workdir, path, dict(gpu_toolkit_state='absent'), containerd_dir=ctd17)
     assert (changed, res['failure'], restarted) == (0, '', False)
     assert 'The ledger records no change by owner gpu_toolkit' in out
+    assert read(path) == original
+
+
+def test_cdi_turned_off_puts_back_both_keys_in_one_call(workdir, config):
+    assert CONTAINERD_17, 'run make deps (containerd 1.7: enable_cdi is not known to 1.6)'
+    path = config('v2_kubeadm.toml')
+    original = read(path)
+    stand_in(workdir)
+    ctd17 = os.path.dirname(CONTAINERD_17)
+    role = dict(gpu_toolkit_runtimes=['nvidia'], gpu_toolkit_enable_cdi=True, gpu_toolkit_cdi_spec_dirs=['/etc/cdi'])
+    _changed, res, _out, _restarted = run_role(workdir, path, role, containerd_dir=ctd17)
+    assert not res['failure'] and cri(path)['enable_cdi'] is True, res['failure']
+    # only the folders dropped: enable_cdi stays, cdi_spec_dirs goes back to its prior (absent in kubeadm's file)
+    role['gpu_toolkit_cdi_spec_dirs'] = []
+    changed, res, _out, _restarted = run_role(workdir, path, role, containerd_dir=ctd17)
+    assert not res['failure'], res['failure']
+    assert [r['key'] for r in res['cdi_restored']['settings']] == ['cri.cdi_spec_dirs']
+    assert cri(path)['enable_cdi'] is True and 'cdi_spec_dirs' not in cri(path)
+    # CDI off: enable_cdi's prior value (false in kubeadm's file) comes back, nothing else of the role's changes
+    role['gpu_toolkit_enable_cdi'] = False
+    changed, res, _out, _restarted = run_role(workdir, path, role, containerd_dir=ctd17)
+    assert not res['failure'], res['failure']
+    assert res['cdi'].get('skipped') and [r['key'] for r in res['cdi_restored']['settings']] == [
+        'cri.enable_cdi', 'cri.cdi_spec_dirs']
+    assert cri(path)['enable_cdi'] is False and 'nvidia' in cri(path)['containerd']['runtimes']
+    assert [r['resource'] for r in records(workdir, path)] == ['runtime:nvidia']
+    run_role(workdir, path, dict(gpu_toolkit_state='absent'), containerd_dir=ctd17)
     assert read(path) == original
 
 
