@@ -963,6 +963,21 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
     exit_result(module, ctx, combine(result, steps) if combine else result)
 
 
+def run_batch(module, entries_of, batch):
+    """A module's batch option (runtimes, settings): its entries checked before anything is read, one transaction.
+
+    entries_of(params) -> entries (each with its state) or ConfigError; batch(entries, owner) -> the batch edit.
+    """
+    try:
+        entries = entries_of(module.params)
+    except ConfigError as exc:
+        module.fail_json(msg=str(exc), **exc.details)
+    if entries:
+        # the engine reads the call's state (an uninstall goes drop-ins first)
+        module.params['state'] = entries[0]['state']
+    run_transaction(module, batch(entries, module.params['owner']))
+
+
 def merge_batch_steps(result, steps):
     """A batch's steps (its parts one by one, or an uninstall's files): the call changed what any of them changed.
 

@@ -168,3 +168,20 @@ def _release_builtin(doc, ledger, rec, summary):
     if tables:
         heir = max(tables, key=lambda r: r['seq'])
         ledger.add({'owner': heir['owner'], 'resource': heir['resource'], 'kind': 'builtin', 'path': path})
+
+
+def check_batch_entries(entries, option, name, noun, verbs):
+    """A batch option's entries (containerd_runtime's runtimes, containerd_setting's settings): each item once,
+    and one state per call, as an uninstall walks the tree's files drop-ins first."""
+    names = [e[name] for e in entries]
+    twice = sorted(set(n for n in names if names.count(n) > 1))
+    if twice:
+        raise ConfigError('%s: %s given more than once. Nothing was written. Fix: give each %s once.'
+                          % (option, ', '.join(twice), noun), key=option)
+    states = sorted(set(e['state'] for e in entries))
+    if len(states) > 1:
+        raise ConfigError('%s: %s. One call either %s. Nothing was written. Fix: give the present and the absent '
+                          '%ss in two calls.'
+                          % (option, '; '.join('%s: %s' % (s, ', '.join(e[name] for e in entries if e['state'] == s))
+                                               for s in states), verbs, noun), key=option)
+    return entries

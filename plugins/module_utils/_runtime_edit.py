@@ -18,6 +18,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._validate imp
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import (
     _edit,
+    check_batch_entries,
     dotted,
     record_new_sections,
     release,
@@ -282,18 +283,7 @@ def batch_entries(params):
         entry['force'] = params['force'] if entry['force'] is None else entry['force']
         entry['index'] = index
         entries.append(entry)
-    names = [e['name'] for e in entries]
-    twice = sorted(set(n for n in names if names.count(n) > 1))
-    if twice:
-        raise ConfigError('runtimes: %s given more than once. Nothing was written. Fix: give each runtime once.'
-                          % ', '.join(twice), key='runtimes')
-    states = sorted(set(e['state'] for e in entries))
-    if len(states) > 1:
-        raise ConfigError('runtimes: %s. One call either installs or removes. Nothing was written. Fix: give the '
-                          'present and the absent runtimes in two calls.'
-                          % '; '.join('%s: %s' % (s, ', '.join(e['name'] for e in entries if e['state'] == s))
-                                      for s in states), key='runtimes')
-    return entries
+    return check_batch_entries(entries, 'runtimes', 'name', 'runtime', 'installs or removes')
 
 
 def _named(entry, exc):

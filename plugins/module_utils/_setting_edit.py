@@ -9,6 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import (
+    check_batch_entries,
     dotted,
     release,
     set_owned,
@@ -72,19 +73,7 @@ def setting_entries(params):
             raise ConfigError('settings[%d] (%s): state=present needs a value. Nothing was written. Fix: give value.'
                               % (index, entry['key']), key='settings[%d].value' % index)
         entries.append(entry)
-    keys = [(e['key'], e['raw']) for e in entries]
-    twice = sorted(set(k for k, _raw in keys if keys.count((k, _raw)) > 1))
-    if twice:
-        raise ConfigError('settings: %s given more than once. Nothing was written. Fix: give each key once.'
-                          % ', '.join(twice), key='settings')
-    states = sorted(set(e['state'] for e in entries))
-    if len(states) > 1:
-        # as containerd_runtime's runtimes: an uninstall walks the tree drop-ins first
-        raise ConfigError('settings: %s. One call either sets or puts back. Nothing was written. Fix: give the '
-                          'present and the absent keys in two calls.'
-                          % '; '.join('%s: %s' % (s, ', '.join(e['key'] for e in entries if e['state'] == s))
-                                      for s in states), key='settings')
-    return entries
+    return check_batch_entries(entries, 'settings', 'key', 'key', 'sets or puts back')
 
 
 class SettingBatch(object):

@@ -360,9 +360,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
     COMMON_ARGUMENT_SPEC,
+    run_batch,
     run_transaction,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import (
     RuntimeBatch,
     apply_runtime,
@@ -403,15 +403,7 @@ def main():
     if params['runtimes'] is None:
         run_transaction(module, lambda doc, ledger, ctx: apply_runtime(doc, ledger, ctx, params))
         return
-    try:
-        entries = batch_entries(params)
-    except ConfigError as exc:
-        module.fail_json(msg=str(exc), **exc.details)
-    if entries:
-        # the engine reads the call's state (an uninstall goes drop-ins first)
-        params['state'] = entries[0]['state']
-    run_transaction(module, RuntimeBatch(entries, params['owner']))
-
+    run_batch(module, batch_entries, RuntimeBatch)
 
 if __name__ == '__main__':
     main()

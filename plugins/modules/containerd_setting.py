@@ -250,9 +250,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
     COMMON_ARGUMENT_SPEC,
+    run_batch,
     run_transaction,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit import (
     SettingBatch,
     apply_setting,
@@ -282,15 +282,7 @@ def main():
     if params['settings'] is None:
         run_transaction(module, lambda doc, ledger, ctx: apply_setting(doc, ledger, ctx, params))
         return
-    try:
-        entries = setting_entries(params)
-    except ConfigError as exc:
-        module.fail_json(msg=str(exc), **exc.details)
-    if entries:
-        # the engine reads the call's state (an uninstall goes drop-ins first)
-        params['state'] = entries[0]['state']
-    run_transaction(module, SettingBatch(entries, params['owner']))
-
+    run_batch(module, setting_entries, SettingBatch)
 
 if __name__ == '__main__':
     main()

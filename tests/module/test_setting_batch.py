@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from conftest import CONTAINERD_1, assert_containerd_accepts, binary_of, ledger_records, read
-from test_runtime_batch import NODES
+from test_runtime_batch import DROPIN_MAIN, NODES
 
 KEYS = [dict(key='cri.enable_cdi', value=True),
         dict(key='cri.cdi_spec_dirs', value=['/etc/cdi', '/var/run/cdi']),
@@ -144,14 +144,6 @@ def test_refused_inputs_write_nothing(run_module, config, entries, args, words):
     assert not glob.glob(os.path.join(run_module.state_dir, 'ledger', '*.json'))
 
 
-DROPIN_MAIN = '''version = 3
-imports = ["%s"]
-
-[plugins.'io.containerd.cri.v1.runtime'.containerd]
-  default_runtime_name = 'runc'
-  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-    runtime_type = 'io.containerd.runc.v2'
-'''
 DROPIN = '''version = 3
 
 [plugins.'io.containerd.cri.v1.runtime']
