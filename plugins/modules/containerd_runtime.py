@@ -405,5 +405,6 @@ def main():
         return
     run_batch(module, batch_entries, RuntimeBatch)
 
+
 if __name__ == '__main__':
     main()

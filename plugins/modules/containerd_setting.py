@@ -284,5 +284,6 @@ def main():
         return
     run_batch(module, setting_entries, SettingBatch)
 
+
 if __name__ == '__main__':
     main()
