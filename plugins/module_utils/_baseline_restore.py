@@ -21,7 +21,9 @@ commit) with a baseline's files as the candidate:
 - commit: the engine's order: the ledger copy (made to agree with the
   restored file), the compare with what open read (a writer that ignores
   our lock: the restore starts over on its content), then each file renamed
-  into place, imported files first and the config last.
+  into place, imported files first and the config last; then the drop-ins
+  an owner wrote since the baseline that the restored tree no longer
+  imports are removed, with their own ledgers (``removed_files``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -52,7 +54,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     check_builtin,
     check_with_containerd,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._dropin import FILE_KIND
+from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger, LedgerError, ledger_path_for
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     file_version,
     refuse_unreadable_version,
@@ -180,15 +183,45 @@ class RestoreTransaction(Transaction):
         elif self.want_ledger is None and self.ledger_now is not None:
             self.ledger_action = 'removed'
         plans = self.plans
+        self.orphans = self._orphans()
         self.result = result = dict(
-            changed=any(p.needed for p in plans) or self.ledger_action is not None,
+            changed=any(p.needed for p in plans) or self.ledger_action is not None or bool(self.orphans),
             restored=[p.dest for p in plans if p.needed], ledger=self.ledger_action,
-            created_files=[p.dest for p in plans if p.current is None])
+            created_files=[p.dest for p in plans if p.current is None], removed_files=list(self.orphans))
         if self.module._diff:
             result['diff'] = [dict(before=_text(p.current), after=_text(p.raw),
                                    before_header='%s (%s)' % (p.dest, 'absent' if p.current is None else 'before'),
                                    after_header='%s (baseline)' % p.dest)
                               for p in plans if p.content]
+
+    def _orphans(self):
+        """Drop-ins a nodeguard owner wrote since the baseline that the restored tree no longer imports.
+
+        The restore puts back config.toml's ledger, not a drop-in's own: left on
+        disk, such a file is read by nobody and recorded as nobody's change.
+        Only files the current tree imports, that are not in the baseline, whose
+        own ledger names a writer (containerd_dropin), and that changed after the
+        snapshot was taken (a file an owner adopted as it was stays) go.
+        """
+        state_dir = self.module.params['state_dir']
+        try:
+            current = read_tree(self.main_path, True)
+        except (ConfigError, OSError):
+            return []
+        keep = set(tf.path for tf in self.tree.files) | set(r['path'] for r in self.baseline.files)
+        taken = os.stat(self.baseline.folder).st_mtime
+        out = []
+        for tf in current.files:
+            path = tf.path
+            if tf.role == 'config' or path in keep or not os.path.isfile(path) or os.path.islink(path):
+                continue
+            try:
+                written = any(r.get('kind') == FILE_KIND for r in Ledger.load(state_dir, path).records)
+            except LedgerError:
+                continue
+            if written and os.stat(path).st_mtime > taken:
+                out.append(path)
+        return sorted(out)
 
     def check(self):
         """The engine's checks on a mirror of the tree as it will be; a tree that would not load is refused."""
@@ -245,6 +278,12 @@ class RestoreTransaction(Transaction):
         compare = [(p.dest, p.current) for p in self.plans]
         if not self.commit_files(compare, renames, self._write_ledger, self.ledger_path):
             return False
+        # after config.toml no longer imports them; a crash before this leaves a file containerd does not read
+        for orphan in self.orphans:
+            if params.get('backup') and orphan not in self.backups:
+                self.backups[orphan] = self.module.backup_local(orphan)
+            remove_quietly(orphan)
+            remove_quietly(ledger_path_for(params['state_dir'], orphan))
         for p in self.plans:
             if p.fix_attrs:
                 mode, uid, gid = p.attrs
@@ -252,7 +291,8 @@ class RestoreTransaction(Transaction):
                 if p.current_attrs[1:] != (uid, gid):
                     os.chown(p.dest, uid, gid)
         if self.backups:
-            self.result['backup_files'] = [self.backups[p.dest] for p in self.plans if p.dest in self.backups]
+            self.result['backup_files'] = [self.backups[p] for p in [p.dest for p in self.plans] + self.orphans
+                                           if p in self.backups]
             if self.path in self.backups:
                 self.result['backup_file'] = self.backups[self.path]
         return True

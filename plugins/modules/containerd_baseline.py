@@ -582,6 +582,15 @@ created_files:
   returned: O(state=restore)
   type: list
   elements: str
+removed_files:
+  description:
+    - Drop-ins a restore removed (in check mode, would remove), each with its own ledger - files a nodeguard owner
+      wrote (M(nodeguard.containerd.containerd_dropin)) after the baseline was taken, that the config imported before
+      the restore and does not import after it. Backed up first with O(backup=true).
+  returned: O(state=restore)
+  type: list
+  elements: str
+  version_added: 0.3.0
 ledger:
   description: What a restore did to the ledger of the config (V(restored), V(removed), or null when it agreed).
   returned: O(state=restore)

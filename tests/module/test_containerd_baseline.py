@@ -3,9 +3,11 @@
 the real containerd (1.6 for version 2 files, 2.1 for version 3)."""
 
 import copy
+import glob
 import json
 import os
 import stat
+import time
 
 import pytest
 import tomlkit
@@ -509,3 +511,50 @@ def test_restore_over_binary_garbage_and_through_a_link_only_with_follow(config,
     done = run_module(MOD, path=link, state='restore', follow=True, **base)
     assert done['restored'] == [real] and done['drift'] is None
     assert os.path.islink(link) and read(real) == fixture_text('v2_kubeadm.toml')
+
+
+def test_restore_removes_the_dropins_an_owner_wrote_since_and_keeps_the_others(config, run_module, base, workdir):
+    """The FLEET_FULL rollback: coco's nydus drop-in, written and imported after the baseline, goes with the restore."""
+    path = config('v2_kubeadm.toml')
+    original = read(path)
+    run_module(MOD, path=path, **base)
+    folder = os.path.join(workdir, 'etc', 'config.toml.d')
+    os.makedirs(folder)
+    nydus = os.path.join(folder, 'nydus-snapshotter.toml')
+    by_hand = os.path.join(folder, 'by-hand.toml')
+    with open(by_hand, 'w') as f:
+        f.write('version = 2\n')
+    run_module('containerd_dropin', path=path, dropin=nydus, content='version = 2\n\n' + NYDUS, owner='coco')
+    run_module('containerd_imports', path=path, imports=[nydus, by_hand], owner='coco')
+    assert nydus in read(path) and os.path.exists(nydus)
+    dropin_ledger = glob.glob(os.path.join(run_module.state_dir, 'ledger', '*.json'))
+    assert len(dropin_ledger) == 2  # config.toml's and the drop-in's own
+
+    dry = run_module(MOD, path=path, state='restore', check=True, **base)
+    assert dry['changed'] and dry['removed_files'] == [nydus] and os.path.exists(nydus)
+    done = run_module(MOD, path=path, state='restore', backup=True, **base)
+    assert done['removed_files'] == [nydus] and done['restored'] == [path]
+    assert read(path) == original and not os.path.exists(nydus)
+    assert os.path.exists(by_hand)                        # nobody's record: the operator's file stays
+    assert any(b.startswith(nydus + '.') for b in done['backup_files']), done['backup_files']
+    # config.toml's ledger back to the baseline's (none), and the drop-in's own ledger gone with it
+    assert glob.glob(os.path.join(run_module.state_dir, 'ledger', '*.json')) == []
+    assert not run_module(MOD, path=path, state='restore', **base)['changed']
+
+
+def test_restore_keeps_a_dropin_adopted_as_it_was_before_the_baseline(config, run_module, base, workdir):
+    """A file on disk before the snapshot that an owner later adopted unchanged is not the owner's to delete."""
+    path = config('v2_kubeadm.toml')
+    folder = os.path.join(workdir, 'etc', 'config.toml.d')
+    os.makedirs(folder)
+    nydus = os.path.join(folder, 'nydus-snapshotter.toml')
+    with open(nydus, 'w') as f:
+        f.write('version = 2\n\n' + NYDUS)
+    old = time.time() - 3600
+    os.utime(nydus, (old, old))
+    run_module(MOD, path=path, **base)
+    res = run_module('containerd_dropin', path=path, dropin=nydus, content='version = 2\n\n' + NYDUS, owner='coco')
+    assert not res['changed'] and res['owned']              # adopted, not written
+    run_module('containerd_imports', path=path, imports=[nydus], owner='coco')
+    done = run_module(MOD, path=path, state='restore', **base)
+    assert done['removed_files'] == [] and os.path.exists(nydus)

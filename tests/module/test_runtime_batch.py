@@ -167,7 +167,7 @@ def test_check_mode_and_diff_write_nothing(run_module, config):
 
 @pytest.mark.parametrize('entries,args,words', [
     ([dict(name='kata-a'), dict(name='kata-a')], {}, 'kata-a given more than once'),
-    ([dict(name='kata-a'), dict(name='kata-b', state='absent')], {}, 'absent: kata-b; present: kata-a'),
+    ([dict(name='kata-a'), dict(name='kata-b', state='absent')], {}, 'runtimes: absent: kata-b; present: kata-a. One call'),
     ([dict(name='kata-a')], dict(name='kata-b'), 'mutually exclusive'),
     ([dict(name='kata-a')], dict(options={'ConfigPath': 'x'}), 'mutually exclusive'),
 ])

@@ -128,7 +128,7 @@ def test_check_mode_and_diff_write_nothing(run_module, config):
     ([dict(key='cri.enable_cdi', value=True), dict(key='cri.enable_cdi', value=False)], {},
      'cri.enable_cdi given more than once'),
     ([dict(key='cri.enable_cdi', value=True), dict(key='cri.cdi_spec_dirs', state='absent')], {},
-     'absent: cri.cdi_spec_dirs; present: cri.enable_cdi'),
+     'settings: absent: cri.cdi_spec_dirs; present: cri.enable_cdi. One call'),
     ([dict(key='cri.enable_cdi')], {}, 'settings[0] (cri.enable_cdi): state=present needs a value'),
     ([dict(key='cri.enable_cdi', value=True)], dict(key='cri.cdi_spec_dirs'), 'mutually exclusive'),
     ([dict(key='cri.enable_cdi', value=True), dict(key='version', raw=True, value=3)], {},
