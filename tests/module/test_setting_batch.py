@@ -176,3 +176,22 @@ def test_keys_in_two_files_go_where_single_calls_put_them(run_module, config, tw
                      containerd_bin=binary)
     assert res['changed']
     assert read(path, 'rb') == original and read(dropin, 'rb') == dropin_original
+
+
+@pytest.mark.parametrize('entries,key', [
+    ([dict(key='cri.enable_cdi', value=True), dict(key='cri.cdi_spec_dirs')], 'settings[1].value'),
+    ([dict(key='cri.enable_cdi', value=True), dict(key='cri.no_such_key', value=1)], 'settings[1]'),
+])
+def test_a_refusal_names_the_entry_in_its_key(run_module, config, entries, key):
+    path = config('v2_kubeadm.toml')
+    res = run_module('containerd_setting', path=path, owner='gpu', settings=entries, expect_fail=True)
+    assert res['key'] == key, res
+
+
+def test_an_empty_settings_list_changes_nothing(run_module, config):
+    path = config('v2_kubeadm.toml')
+    original = read(path, 'rb')
+    for state in ('present', 'absent'):
+        res = run_module('containerd_setting', path=path, owner='gpu', settings=[], state=state)
+        assert not res['changed'] and res['settings'] == [], res
+    assert read(path, 'rb') == original
