@@ -169,6 +169,18 @@ def without_containerd(tmp_path):
     return prefix, {'PATH': str(empty)}
 
 
+def silent_containerd(folder, real):
+    """A containerd that never answers: ``--version`` is the real binary's,
+    the daemon hangs with containerd's arguments on its command line.  A
+    timeout test needs it: a real containerd 2.1 opened its socket within
+    50 ms on a fast CI machine, so no small timeout is sure to run out."""
+    path = os.path.join(str(folder), 'containerd')
+    with open(path, 'w') as f:
+        f.write('#!/bin/sh\ncase "$1" in --version) exec %s "$@";; esac\nsleep 300 &\nwait\n' % real)
+    os.chmod(path, 0o755)
+    return path
+
+
 @pytest.fixture
 def workdir():
     d = tempfile.mkdtemp(prefix='ng-test-')

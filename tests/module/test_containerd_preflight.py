@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, REPO, module_result
+from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, REPO, module_result, silent_containerd
 
 BINARIES = {'1.6': CONTAINERD_1, '1.7': CONTAINERD_17, '2.1': CONTAINERD_2}
 
@@ -139,11 +139,12 @@ def test_cannot_run_is_a_failure_not_a_pass(run_module, config, workdir):
     assert 'cannot run' in r['msg'] and 'no-containerd' in r['msg']
 
 
-def test_timeout(run_module, config):
+def test_timeout(run_module, config, workdir):
     path = config(GOOD[3])
-    r = run_module('containerd_preflight', expect_fail=True, path=path, containerd_bin=binary('2.1'), timeout=0.05)
+    r = run_module('containerd_preflight', expect_fail=True, path=path,
+                   containerd_bin=silent_containerd(workdir, binary('2.1')), timeout=1)
     assert r['status'] == 'timeout', r['msg']
-    assert 'did not answer within 0.05s' in r['msg']
+    assert 'did not answer within 1.0s' in r['msg']
 
 
 PLAY = '''

@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
+from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, silent_containerd
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
 from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import (
@@ -476,18 +476,9 @@ def test_cannot_run_without_cap_sys_admin(etc, parent):
 
 
 def test_timeout_kills_the_daemon_and_cleans_up(etc, parent, tmp_path):
-    """A daemon that never opens its socket.  A real containerd 2.1 can answer
-    within any small timeout on a fast machine (it did in CI, in under 50 ms),
-    so the stand-in answers --version as the real binary does and then hangs
-    with containerd's arguments on its command line, where processes_under
-    finds it until the load test has killed it."""
-    hang = tmp_path / 'containerd'
-    hang.write_text('#!/bin/sh\n'
-                    'case "$1" in --version) exec %s "$@";; esac\n'
-                    'sleep 300 &\n'
-                    'wait\n' % binary('2.1'))
-    hang.chmod(0o755)
-    res = load_test(str(hang), etc(GOOD['2.1']), timeout=1.0, workdir=parent)
+    """processes_under finds the silent daemon by its arguments until the
+    load test has killed it."""
+    res = load_test(silent_containerd(tmp_path, binary('2.1')), etc(GOOD['2.1']), timeout=1.0, workdir=parent)
     assert res.status == 'timeout' and not res.ok, (res.status, res.errors)
     assert 'did not answer within 1.0s' in res.errors[0]
     assert os.listdir(parent) == []
