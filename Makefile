@@ -91,7 +91,7 @@ help:
 	@echo "make lint-pipelines    no early-exit reader in a pipefail pipeline (tests/sanity), shellcheck"
 	@echo "make sanity | lint | bench | test-unit | test-module | test-roles | test-standins | test-reliability"
 	@echo "make setup-stress N=10 N fresh clones of HEAD run 'make deps collection' with all cores busy"
-	@echo "make flake-hunt        unit, module, roles suites FLAKE_RUNS=$(FLAKE_RUNS) times in random order, all cores busy"
+	@echo "make flake-hunt        unit, module, roles suites FLAKE_RUNS=$(FLAKE_RUNS) times in random order, busy and quiet"
 	@echo "make mutation          mutation testing, tests/mutation/run.py (MUTATION_ARGS=...; not part of make test)"
 	@echo "make mutation-changed  the same, only for code changed on this branch (run.py --changed)"
 
@@ -265,10 +265,11 @@ bench: deps collection
 
 # ---------------------------------------------------------------- flake hunt
 # The suites in a new random order each run (pytest-randomly; off in the
-# normal run, see pytest.ini), with every core kept busy; prints the seeds.
+# normal run, see pytest.ini), odd runs with every core kept busy and even
+# runs on a quiet machine (FLAKE_LOAD=busy|quiet|mixed); prints the seeds.
 FLAKE_RUNS ?= 5
 flake-hunt: deps collection
-	@$(STAGE) flake-hunt .ci/with-busy-cores .ci/flake-hunt $(FLAKE_RUNS)
+	@$(STAGE) flake-hunt .ci/flake-hunt $(FLAKE_RUNS)
 
 # ---------------------------------------------------------------- setup stress
 # `make deps collection` from N fresh clones of HEAD with every core busy:

@@ -124,3 +124,50 @@ def test_lanes_run_side_by_side_and_show_every_failure(tmp_path):
     total = [line for line in summary.stdout.splitlines() if line.strip().startswith('total')][0]
     assert float(total.split()[-2]) == round(10.0 + round(took, 1), 1)
     assert 'lane 2  slow-ok' in summary.stdout
+
+
+FLAKE_HUNT = os.path.join(REPO, '.ci', 'flake-hunt')
+
+
+def _fake_pytest(tmp_path, fail_when=None):
+    """A stand-in for pytest that logs its load (NG_FLAKE_LOAD, and whether a
+    spinning shell of .ci/with-busy-cores runs beside it) and its arguments."""
+    fake = tmp_path / 'pytest'
+    fake.write_text('#!/bin/bash\n'
+                    'spinning=$(pgrep -fc "while :; do :; done")\n'
+                    'echo "$NG_FLAKE_LOAD $spinning $*" >> %s\n'
+                    '%s\n' % (tmp_path / 'calls', 'case "$*" in *%s*) echo "FAILED t.py::x"; exit 1;; esac'
+                              % fail_when if fail_when else 'exit 0'))
+    fake.chmod(0o755)
+    return str(fake)
+
+
+def test_flake_hunt_alternates_busy_and_quiet_runs(tmp_path):
+    """A quiet fast machine finds the tests that count on a slow one; a busy
+    one finds those that wait too little: mixed (the default) runs both."""
+    run = _run([FLAKE_HUNT, '4'], PYTEST=_fake_pytest(tmp_path), FLAKE_DIR=str(tmp_path / 'out'),
+               FLAKE_SUITES='tests/unit', FLAKE_SEEDS='11 12 13 14', NG_BUSY_CORES='1')
+    assert run.returncode == 0, run.stdout + run.stderr
+    calls = [line.split() for line in (tmp_path / 'calls').read_text().splitlines()]
+    assert [(c[0], int(c[1]) > 0) for c in calls] == [('busy', True), ('quiet', False), ('busy', True),
+                                                       ('quiet', False)]
+    assert ['--randomly-seed=%d' % s in c for s, c in zip((11, 12, 13, 14), calls)] == [True] * 4
+    summary = (tmp_path / 'out' / 'summary.tsv').read_text().splitlines()
+    assert summary[0].split('\t') == ['run', 'seed', 'load', 'suite', 'status', 'seconds']
+    assert [row.split('\t')[2] for row in summary[1:]] == ['busy', 'quiet', 'busy', 'quiet']
+    assert 'flake-hunt: 4 suite runs, 0 failed' in run.stdout
+
+
+def test_flake_hunt_names_the_failed_test_and_fails(tmp_path):
+    run = _run([FLAKE_HUNT, '2'], PYTEST=_fake_pytest(tmp_path, fail_when='seed=22'),
+               FLAKE_DIR=str(tmp_path / 'out'), FLAKE_SUITES='tests/unit', FLAKE_SEEDS='21 22', FLAKE_LOAD='quiet')
+    assert run.returncode == 1
+    assert 'run 2/2 seed 22 (quiet) tests/unit: FAILED(rc=1)' in run.stdout
+    assert '    FAILED t.py::x' in run.stdout
+    assert 'flake-hunt: 2 suite runs, 1 failed' in run.stdout
+    assert [line.split()[0] for line in (tmp_path / 'calls').read_text().splitlines()] == ['quiet', 'quiet']
+
+
+def test_flake_hunt_refuses_an_unknown_load(tmp_path):
+    run = _run([FLAKE_HUNT, '1'], PYTEST=_fake_pytest(tmp_path), FLAKE_DIR=str(tmp_path / 'out'), FLAKE_LOAD='heavy')
+    assert run.returncode == 2 and "FLAKE_LOAD must be busy, quiet or mixed, not 'heavy'" in run.stderr
