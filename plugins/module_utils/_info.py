@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import read_bytes, sha256_bytes
@@ -60,6 +61,9 @@ BUILTIN_RUNC = {'runtime_type': 'io.containerd.runc.v2'}
 # handler settings lifted out of a runtime table (null when the table does not set them)
 RUNTIME_KEYS = ('runtime_type', 'runtime_path', 'privileged_without_host_devices', 'snapshotter', 'pod_annotations')
 OPTION_KEYS = ('BinaryName', 'SystemdCgroup', 'ConfigPath')
+# systemd's catalog id of "Started <unit>" (SD_MESSAGE_UNIT_STARTED): the same
+# in every language and for every unit description
+UNIT_STARTED = '39f53479d3a045ac8e11786248231fbf'
 
 
 class InfoError(Exception):
@@ -375,7 +379,8 @@ def owned_facts(state_dir, path, owner, files):
 
 
 def file_facts(state_dir, paths, view, ver):
-    """Each named path: exists, type, sha256, imported (a plain entry of the tree names it), loaded, owners."""
+    """Each named path: exists, type, executable, sha256, imported (a plain entry of the tree names it), loaded,
+    owners."""
     named = {}
     for path, data in view.files:
         entries = data.get('imports')
@@ -405,6 +410,8 @@ def file_facts(state_dir, paths, view, ver):
             problems.append(_plain_msg(exc))
         out[given] = dict(path=path, exists=kind is not None, type=kind,
                           dangling=kind == 'link' and not os.path.exists(path),
+                          # as the shell's [ -f ] && [ -x ]: links followed (a runtime's BinaryName)
+                          executable=os.path.isfile(path) and os.access(path, os.X_OK),
                           sha256=sha256_bytes(raw) if raw is not None else None,
                           imported=path in named, imported_by=_unique(named.get(path, [])), loaded=path in loaded,
                           owners=owners)
@@ -464,6 +471,36 @@ def command_facts(names, search_path):
     return out
 
 
+# ------------------------------------------------------------------ starts of the service
+def service_start_facts(module, unit, since):
+    """How often systemd started ``unit`` since ``since`` (epoch seconds), from the unit's journal.
+
+    The count is of systemd's own "Started" entries (by their catalog id),
+    so a restart and a start after a crash both count, and containerd's own
+    log lines never do.  count is None when the journal cannot be read.
+    """
+    out = dict(unit=unit, since=since, count=None, error=None)
+    journalctl = module.get_bin_path('journalctl')
+    if journalctl is None:
+        out['error'] = 'no journalctl on this node (a node without systemd\'s journal)'
+        return out
+    rc, stdout, stderr = module.run_command([journalctl, '-u', unit, '-o', 'json', '--no-pager',
+                                             '--since', '@%.6f' % since])
+    if rc != 0:
+        out['error'] = '%s -u %s failed (rc=%s): %s' % (journalctl, unit, rc, (stderr or stdout).strip()[-400:])
+        return out
+    count = 0
+    for line in stdout.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get('MESSAGE_ID') == UNIT_STARTED:
+            count += 1
+    out['count'] = count
+    return out
+
+
 # ------------------------------------------------------------------ all of it
 def gather(module):
     """The facts containerd_info returns (a dict), or InfoError."""
@@ -514,5 +551,7 @@ def gather(module):
             problems.append(facts['owned']['error'])
     if params.get('baseline'):
         facts['drift'] = drift_facts(module, ctx, path, data, dump)
+    if params.get('starts_since') is not None:
+        facts['service_starts'] = service_start_facts(module, params['service'], params['starts_since'])
     facts['problems'] = _unique(problems)
     return facts

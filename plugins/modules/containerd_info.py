@@ -99,8 +99,9 @@ options:
     type: str
   files:
     description:
-      - Paths to report in RV(files) (whether they exist, their SHA-256, whether the tree imports or loads them,
-        which owner wrote them), for example drop-ins a role manages.
+      - Paths to report in RV(files) (whether they exist, whether they may be executed, their SHA-256, whether the
+        tree imports or loads them, which owner wrote them), for example drop-ins a role manages, or the binaries
+        a runtime names.
     type: list
     elements: path
     default: []
@@ -112,6 +113,19 @@ options:
     type: list
     elements: str
     default: []
+    version_added: 0.3.0
+  starts_since:
+    description:
+      - A point in time, in seconds since the epoch (for example when a playbook run began). RV(service_starts)
+        then says how often systemd started O(service) since then, from the unit's journal, so a report reads the
+        restarts of a run within this one call.
+    type: float
+    version_added: 0.3.0
+  service:
+    description:
+      - The systemd unit of containerd, for O(starts_since).
+    type: str
+    default: containerd
     version_added: 0.3.0
 requirements:
   - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
@@ -396,9 +410,10 @@ commands:
 files:
   description:
     - For each path of O(files) (as given), C(path) (absolute), C(exists), C(type) (V(file), V(directory), V(link),
-      V(other) or null), C(dangling) (a link whose target does not exist), C(sha256) (of a regular file; null
-      otherwise), C(imported) (a plain C(imports) entry of
-      the tree names it), C(imported_by) (those files), C(loaded) (containerd loads it, also through a glob) and
+      V(other) or null), C(dangling) (a link whose target does not exist), C(executable) (a regular file, links
+      followed, that may be executed, as the shell's C([ -f ]) and C([ -x ]) judge it), C(sha256) (of a regular
+      file; null otherwise), C(imported) (a plain C(imports) entry of the tree names it), C(imported_by) (those
+      files), C(loaded) (containerd loads it, also through a glob) and
       C(owners) (owners whose ledger record says they wrote the file or created the folder).
   returned: success
   type: dict
@@ -408,6 +423,7 @@ files:
       exists: true
       type: file
       sha256: 5d2c...
+      executable: false
       imported: true
       imported_by: [/etc/containerd/config.toml]
       loaded: true
@@ -448,6 +464,14 @@ dump_error:
     O(dump=false)), or null.
   returned: success
   type: str
+service_starts:
+  description:
+    - How often systemd started O(service) since O(starts_since), counted from the unit's journal (systemd's own
+      C(Started) entries, by their catalog id, so a restart, a start after a crash and a boot each count once).
+    - C(unit), C(since), C(count) (null when the journal could not be read) and C(error) (why, or null).
+  returned: when O(starts_since) is given
+  type: dict
+  sample: {unit: containerd, since: 1796280000.25, count: 1, error: null}
 problems:
   description: Everything that would keep containerd from running this config as meant, or that the editing modules
     refuse; a version 1 config, a config version the node cannot read, missing or unreadable imports, files
@@ -483,6 +507,8 @@ def main():
         owner=dict(type='str'),
         files=dict(type='list', elements='path', default=[]),
         commands=dict(type='list', elements='str', default=[]),
+        starts_since=dict(type='float'),
+        service=dict(type='str', default='containerd'),
     )
     for key in COMMON_OPTIONS:
         argument_spec[key] = dict(COMMON_ARGUMENT_SPEC[key])

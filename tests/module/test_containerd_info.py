@@ -487,7 +487,10 @@ def test_commands_and_node_name_as_the_shell_finds_them(info, config, tmp_path):
     os.symlink(kubeconfig, linked)
     env_path = os.pathsep.join([first, second, os.environ['PATH']])
     names = ['kubectl', 'no-such-command-here', given, os.path.join(second, 'kubectl')]
-    res = info(path=path, dump=False, commands=names, files=[dangling, linked, kubeconfig], env={'PATH': env_path})
+    runnable = os.path.join(workdir, 'runtime-link')
+    os.symlink(os.path.join(second, 'kubectl'), runnable)
+    res = info(path=path, dump=False, commands=names, files=[dangling, linked, kubeconfig, given, runnable, second],
+               env={'PATH': env_path})
     # bash's command -v (dash's prints any existing path given with a "/", executable or not)
     shell = subprocess.run(['bash', '-c', 'for c in "$@"; do command -v "$c" || echo; done', 'bash'] + names,
                            capture_output=True, text=True, env=dict(os.environ, PATH=env_path), check=True)
@@ -499,4 +502,62 @@ def test_commands_and_node_name_as_the_shell_finds_them(info, config, tmp_path):
     assert files[dangling]['exists'] and files[dangling]['dangling']
     assert files[linked]['type'] == 'link' and not files[linked]['dangling']
     assert not files[kubeconfig]['dangling'] and files[kubeconfig]['type'] == 'file'
+    # executable as [ -f ] && [ -x ] judge it (links followed), the check gpu_toolkit makes of a BinaryName
+    test_x = subprocess.run(['sh', '-c', 'for f do [ -f "$f" ] && [ -x "$f" ] && echo yes || echo no; done', 'sh',
+                             dangling, linked, kubeconfig, given, runnable, second],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert [files[p]['executable'] for p in (dangling, linked, kubeconfig, given, runnable, second)] == \
+        [x == 'yes' for x in test_x] == [False, False, False, False, True, False]
     assert info(path=path, dump=False)['commands'] == {}
+
+
+# ------------------------------------------------------------------ starts of containerd from its journal
+FAKE_JOURNALCTL = '''#!/bin/sh
+printf '%%s\\n' "$*" >> %(calls)s
+[ -n "%(fail)s" ] && { echo "Failed to open journal: %(fail)s" >&2; exit 1; }
+cat <<'ENTRIES'
+{"MESSAGE_ID":"39f53479d3a045ac8e11786248231fbf","UNIT":"containerd.service","MESSAGE":"Started containerd.service - containerd container runtime.","JOB_TYPE":"start"}
+{"_SYSTEMD_UNIT":"containerd.service","MESSAGE":"Started containerd (not systemd's entry: containerd's own log line)"}
+{"MESSAGE_ID":"9d1aaa27d60140bd96365438aad20286","UNIT":"containerd.service","MESSAGE":"Stopped containerd.service - containerd container runtime."}
+-- Boot 0c8e... --
+{"MESSAGE_ID":"39f53479d3a045ac8e11786248231fbf","UNIT":"containerd.service","MESSAGE":"Started containerd container runtime."}
+ENTRIES
+'''
+
+
+def fake_journalctl(folder, fail=''):
+    os.makedirs(folder)
+    calls = os.path.join(folder, 'calls')
+    with open(os.path.join(folder, 'journalctl'), 'w') as f:
+        f.write(FAKE_JOURNALCTL % dict(calls=calls, fail=fail))
+    os.chmod(os.path.join(folder, 'journalctl'), 0o755)
+    return calls
+
+
+def test_starts_of_containerd_since_a_time_are_counted_from_its_journal(info, config, tmp_path):
+    """systemd's own Started entries (by catalog id), not containerd's log lines that say so, nor stops."""
+    path = config('v2_debian_stock.toml')
+    fake = str(tmp_path / 'bin')
+    calls = fake_journalctl(fake)
+    env = {'PATH': fake + os.pathsep + os.environ['PATH']}
+    res = info(path=path, dump=False, starts_since=1796280000.25, env=env)
+    assert res['service_starts'] == dict(unit='containerd', since=1796280000.25, count=2, error=None)
+    with open(calls) as f:
+        asked = f.read().splitlines()
+    assert asked[0] == '-u containerd -o json --no-pager --since @1796280000.250000'
+    assert info(path=path, dump=False, starts_since=0, service='cri-containerd', env=env)['service_starts'][
+        'unit'] == 'cri-containerd'
+    with open(calls) as f:
+        assert f.read().splitlines()[-1].startswith('-u cri-containerd ')
+    # asked only when given a time
+    assert 'service_starts' not in info(path=path, dump=False, env=env)
+
+
+def test_an_unreadable_journal_gives_no_count_and_says_why(info, config, tmp_path):
+    path = config('v2_debian_stock.toml')
+    fake = str(tmp_path / 'bin')
+    fake_journalctl(fake, fail='Permission denied')
+    res = info(path=path, dump=False, starts_since=5, env={'PATH': fake + os.pathsep + os.environ['PATH']})
+    starts = res['service_starts']
+    assert starts['count'] is None and 'failed (rc=1)' in starts['error'] and 'Permission denied' in starts['error']
+    assert starts['error'].startswith(os.path.join(fake, 'journalctl') + ' -u containerd')
