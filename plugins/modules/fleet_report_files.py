@@ -23,7 +23,6 @@ author:
   - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.files
   - ansible.builtin.action_common_attributes.flow
 attributes:
   check_mode:
@@ -38,10 +37,6 @@ attributes:
   async:
     support: none
   bypass_host_loop:
-    support: none
-  safe_file_operations:
-    support: full
-  vault:
     support: none
 options:
   dir:

@@ -516,7 +516,8 @@ FAKE_JOURNALCTL = '''#!/bin/sh
 printf '%%s\\n' "$*" >> %(calls)s
 [ -n "%(fail)s" ] && { echo "Failed to open journal: %(fail)s" >&2; exit 1; }
 cat <<'ENTRIES'
-{"MESSAGE_ID":"39f53479d3a045ac8e11786248231fbf","UNIT":"containerd.service","MESSAGE":"Started containerd.service - containerd container runtime.","JOB_TYPE":"start"}
+{"MESSAGE_ID":"39f53479d3a045ac8e11786248231fbf","UNIT":"containerd.service","JOB_TYPE":"start",\
+"MESSAGE":"Started containerd.service - containerd container runtime."}
 {"_SYSTEMD_UNIT":"containerd.service","MESSAGE":"Started containerd (not systemd's entry: containerd's own log line)"}
 {"MESSAGE_ID":"9d1aaa27d60140bd96365438aad20286","UNIT":"containerd.service","MESSAGE":"Stopped containerd.service - containerd container runtime."}
 -- Boot 0c8e... --

@@ -149,8 +149,8 @@ def test_flake_hunt_alternates_busy_and_quiet_runs(tmp_path):
                FLAKE_SUITES='tests/unit', FLAKE_SEEDS='11 12 13 14', NG_BUSY_CORES='1')
     assert run.returncode == 0, run.stdout + run.stderr
     calls = [line.split() for line in (tmp_path / 'calls').read_text().splitlines()]
-    assert [(c[0], int(c[1]) > 0) for c in calls] == [('busy', True), ('quiet', False), ('busy', True),
-                                                       ('quiet', False)]
+    expected = [('busy', True), ('quiet', False), ('busy', True), ('quiet', False)]
+    assert [(c[0], int(c[1]) > 0) for c in calls] == expected
     assert ['--randomly-seed=%d' % s in c for s, c in zip((11, 12, 13, 14), calls)] == [True] * 4
     summary = (tmp_path / 'out' / 'summary.tsv').read_text().splitlines()
     assert summary[0].split('\t') == ['run', 'seed', 'load', 'suite', 'status', 'seconds']
