@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import os
 import re
+import threading
 import time
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_service import run
@@ -115,3 +116,33 @@ def run_probe(argv, probe_id, timeout):
     run(ctr_prefix + ['tasks', 'delete', '-f', probe_id], timeout=15)
     run(ctr_prefix + ['containers', 'delete', probe_id], timeout=15)
     return dict(ok=rc == 0, rc=rc, seconds=elapsed, stdout=out[-2000:], stderr=err[-2000:], argv=argv)
+
+
+# at most this many probe containers at once (a node with many kata handlers)
+MAX_PARALLEL_PROBES = 4
+
+
+def run_probes(probes, timeout):
+    """run_probe for each (name, argv, probe_id), side by side (each its own container); {name: result}.
+
+    The probes of a readiness check are independent containers, so their
+    start-up times do not add up; each is bounded by timeout as alone.
+    """
+    results, pending = {}, list(probes)
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                if not pending:
+                    return
+                name, argv, probe_id = pending.pop(0)
+            res = run_probe(argv, probe_id, timeout)
+            with lock:
+                results[name] = res
+    threads = [threading.Thread(target=worker) for _i in range(min(MAX_PARALLEL_PROBES, len(probes)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results

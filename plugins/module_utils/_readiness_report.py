@@ -24,7 +24,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_ku
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_probe import (
     handlers as expected_handlers,
     probe_image,
-    run_probe,
+    run_probes,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_service import (
     DEFAULT_ADDRESS,
@@ -118,7 +118,9 @@ def _check_tree(add, info, p):
 
 
 def _check_handlers(add, info, wait, p):
-    probes = {}
+    # the probes of all handlers run side by side (each its own container), the
+    # checks are added in the handlers' order
+    verdicts, to_probe = [], []
     for handler in info['handlers']:
         name, required = handler['name'], handler['required']
         if handler['present']:
@@ -127,42 +129,50 @@ def _check_handlers(add, info, wait, p):
                 desc += ' via ' + handler['runtime_path']
             if (handler.get('options') or {}).get('BinaryName'):
                 desc += ' BinaryName=' + handler['options']['BinaryName']
-            add('handler:' + name, 'pass', 'runtime %s in the effective config (%s)' % (name, desc), required)
+            found = ('pass', 'runtime %s in the effective config (%s)' % (name, desc), required)
         else:
             has = ', '.join(sorted(info['runtimes'])) or 'none'
-            add('handler:' + name, 'fail', 'no runtime %s in the effective config (has: %s)' % (name, has), required)
-        if not handler['probe']:
-            add('probe:' + name, 'skip', 'probe disabled for this handler', False)
-            continue
-        if not handler['present']:
-            add('probe:' + name, 'fail', 'handler %s not in the effective config' % name, required)
-            continue
-        if not wait['ok']:
-            add('probe:' + name, 'fail', 'containerd not ready: %s' % wait['msg'], required)
-            continue
-        if not info['probe_image_present']:
-            reason = 'probe image %s not in containerd namespace %s' % (info['probe_image'], p['probe_namespace'])
-            if info.get('probe_image_import_error'):
-                reason += ' (import of %s failed: %s)' % (p['probe_archive'], info['probe_image_import_error'])
-            elif info.get('probe_image_import_skipped'):
-                reason += ' (not imported from %s in check mode)' % p['probe_archive']
-            if p['probe_image_required']:
-                add('probe:' + name, 'fail', reason, required)
+            found = ('fail', 'no runtime %s in the effective config (has: %s)' % (name, has), required)
+        verdicts.append((handler, found, _probe_verdict(handler, info, wait, p)))
+        if verdicts[-1][2] is None:
+            to_probe.append(handler)
+    probes = run_probes([(h['name'], h['probe_argv'], h['probe_id']) for h in to_probe], p['probe_timeout'])
+    for handler, found, verdict in verdicts:
+        name = handler['name']
+        add('handler:' + name, *found)
+        if verdict is None:
+            res = probes[name]
+            notes = ('; ' + '; '.join(handler['probe_notes'])) if handler['probe_notes'] else ''
+            if res['ok']:
+                verdict = ('pass', 'probe container exited 0 in %.2f s through %s%s' % (res['seconds'], name, notes),
+                           handler['required'])
             else:
-                add('probe:' + name, 'skip', reason + '; set node_readiness_probe_image or node_readiness_probe_archive',
-                    False)
-            continue
-        res = run_probe(handler['probe_argv'], handler['probe_id'], p['probe_timeout'])
-        probes[name] = res
-        notes = ('; ' + '; '.join(handler['probe_notes'])) if handler['probe_notes'] else ''
-        if res['ok']:
-            add('probe:' + name, 'pass', 'probe container exited 0 in %.2f s through %s%s'
-                % (res['seconds'], name, notes), required)
-        else:
-            last = (res['stderr'].strip().splitlines() or res['stdout'].strip().splitlines() or [''])[-1]
-            add('probe:' + name, 'fail', 'probe container through %s: rc=%s %s%s' % (name, res['rc'], last, notes),
-                required)
+                last = (res['stderr'].strip().splitlines() or res['stdout'].strip().splitlines() or [''])[-1]
+                verdict = ('fail', 'probe container through %s: rc=%s %s%s' % (name, res['rc'], last, notes),
+                           handler['required'])
+        add('probe:' + name, *verdict)
     return probes
+
+
+def _probe_verdict(handler, info, wait, p):
+    """The probe check of a handler that is not probed (status, reason, required), or None: probe it."""
+    name, required = handler['name'], handler['required']
+    if not handler['probe']:
+        return ('skip', 'probe disabled for this handler', False)
+    if not handler['present']:
+        return ('fail', 'handler %s not in the effective config' % name, required)
+    if not wait['ok']:
+        return ('fail', 'containerd not ready: %s' % wait['msg'], required)
+    if not info['probe_image_present']:
+        reason = 'probe image %s not in containerd namespace %s' % (info['probe_image'], p['probe_namespace'])
+        if info.get('probe_image_import_error'):
+            reason += ' (import of %s failed: %s)' % (p['probe_archive'], info['probe_image_import_error'])
+        elif info.get('probe_image_import_skipped'):
+            reason += ' (not imported from %s in check mode)' % p['probe_archive']
+        if p['probe_image_required']:
+            return ('fail', reason, required)
+        return ('skip', reason + '; set node_readiness_probe_image or node_readiness_probe_archive', False)
+    return None
 
 
 def _tree_files(tree):
