@@ -164,6 +164,7 @@ options:
   probe:
     description:
       - Start a probe container through each expected handler (the default for handlers that do not say).
+      - The probes run side by side, at most 4 containers at once; each is bounded by O(probe_timeout).
     type: bool
     default: true
   probe_image:
