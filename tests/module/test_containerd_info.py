@@ -447,8 +447,8 @@ def test_owned_by_one_owner_and_named_files(info, run_module, workdir, config):
     assert files[os.path.dirname(dropin)]['type'] == 'directory'
     # loaded through a glob, but no plain entry names it: deleting it leaves no dangling import
     assert files[globbed]['loaded'] and not files[globbed]['imported'] and files[globbed]['owners'] == []
-    assert files[missing] == dict(path=missing, exists=False, type=None, dangling=False, sha256=None, imported=False,
-                                  imported_by=[], loaded=False, owners=[])
+    assert files[missing] == dict(path=missing, exists=False, type=None, dangling=False, executable=False, sha256=None,
+                                  imported=False, imported_by=[], loaded=False, owners=[])
     gpu = info(path=path, owner='gpu', dump=False)['owned']
     assert gpu['runtimes'] == ['nvidia'] and gpu['imports'] == [os.path.join(etc, 'glob.d', '*.toml')]
     assert 'owned' not in info(path=path, dump=False)
