@@ -15,8 +15,8 @@ __metaclass__ = type
 
 import os
 import re
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_service import run
 
@@ -128,21 +128,8 @@ def run_probes(probes, timeout):
     The probes of a readiness check are independent containers, so their
     start-up times do not add up; each is bounded by timeout as alone.
     """
-    results, pending = {}, list(probes)
-    lock = threading.Lock()
-
-    def worker():
-        while True:
-            with lock:
-                if not pending:
-                    return
-                name, argv, probe_id = pending.pop(0)
-            res = run_probe(argv, probe_id, timeout)
-            with lock:
-                results[name] = res
-    threads = [threading.Thread(target=worker) for _i in range(min(MAX_PARALLEL_PROBES, len(probes)))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
+    if not probes:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_PROBES, len(probes))) as pool:
+        results = pool.map(lambda probe: run_probe(probe[1], probe[2], timeout), probes)
+        return dict((probe[0], res) for probe, res in zip(probes, results))
