@@ -25,6 +25,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic impor
     atomic_write,
     clean_stale_temps,
     commit_temp,
+    LockTimeout,
     lock_path_for,
     read_bytes,
     remove_quietly,
@@ -939,7 +940,14 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
     """
     require_tomlkit(module)
     ctx = Context(module, os.path.abspath(module.params['path']), allowed_missing=ignore_missing_imports)
+    exit_result(module, ctx, transaction_result(module, ctx, edit, allow_plugin_override, load_test))
 
+
+def transaction_result(module, ctx, edit, allow_plugin_override=False, load_test=None):
+    """run_transaction's steps and their one result, without exiting (a module that does more after them).
+
+    A failure fails the module, naming what this run already wrote (ctx.written).
+    """
     def steps_of(one_edit):
         steps = []
         # one file per step; only an uninstall (or a check-mode preview) goes on
@@ -960,7 +968,7 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
     result = _merge_steps([dict(s) for s in steps])
     if getattr(edit, 'parts', None) and len(steps) > 1:
         merge_batch_steps(result, steps)
-    exit_result(module, ctx, combine(result, steps) if combine else result)
+    return combine(result, steps) if combine else result
 
 
 def run_batch(module, entries_of, batch):
@@ -1014,6 +1022,35 @@ def json_safe(value):
     except TomlLayoutError:
         return str(value)
     return value.isoformat() if hasattr(value, 'isoformat') else value
+
+
+def unique_in_order(items):
+    """items without repeats, first occurrence kept (facts and results read in the order found)."""
+    out = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def run_logic(module, ctx, logic, name):
+    """A module's logic() -> result, outside run_transaction: exit with its result and warnings, or fail clearly.
+
+    Bad input and refusals (ConfigError), a damaged ledger or a held lock fail with their message; anything else
+    with one naming the module and the config; every failure names the files this run already wrote.
+    """
+    try:
+        result = logic()
+    except ConfigError as exc:
+        fail_after_writes(module, ctx, str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None))
+    except (LedgerError, LockTimeout) as exc:
+        fail_after_writes(module, ctx, str(exc))
+    except Exception as exc:  # a clear failure, never a traceback on stdout
+        fail_after_writes(module, ctx, '%s failed on %s: %s' % (name, module.params.get('dropin') or ctx.path, exc),
+                          exception=traceback.format_exc())
+    for warning in ctx.warnings:
+        module.warn(warning)
+    exit_result(module, ctx, result)
 
 
 def exit_result(module, ctx, result):

@@ -497,15 +497,19 @@ def apply_imports(doc, ledger, ctx, params):
                 continue
             if entry_missing(entry, doc.path):
                 full = resolve_import(entry, doc.path)
-                if params.get('require_exists', True):
+                if full in (params.get('will_exist') or ()):
+                    # a file the same call writes first (containerd_config in check mode, which writes nothing)
+                    ctx.allow_missing_import(entry)
+                elif params.get('require_exists', True):
                     raise ConfigError('%s: cannot import %s: %s does not exist, and containerd refuses to start '
                                       'when an imported file is missing. Nothing was written. Fix: create the '
                                       'file first (e.g. ansible.builtin.copy before this task), or set '
                                       'require_exists: false if it will exist before containerd restarts.'
                                       % (doc.path, entry, full), key='imports')
-                ctx.warn('%s: %s imports %s, which does not exist yet: containerd will refuse to start until it '
-                         'does' % (doc.path, entry, full))
-                ctx.allow_missing_import(entry)
+                else:
+                    ctx.warn('%s: %s imports %s, which does not exist yet: containerd will refuse to start until it '
+                             'does' % (doc.path, entry, full))
+                    ctx.allow_missing_import(entry)
             if not params.get('allow_plugin_override'):
                 if containerd_ver is False:
                     containerd_ver = ctx.containerd_version

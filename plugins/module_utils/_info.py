@@ -42,7 +42,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     split_bom,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import iter_leaves, load_effective
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import MAX_CONFIG_BYTES, Context
+from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import MAX_CONFIG_BYTES, Context, unique_in_order
 from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import entry_key, entry_missing
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger, LedgerError, ledger_path_for
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path, get_in, render_key
@@ -86,14 +86,6 @@ class _RecordingContext(Context):
         if key not in self.outputs:
             self.outputs[key] = super(_RecordingContext, self).run_command(cmd)
         return self.outputs[key]
-
-
-def _unique(items):
-    out = []
-    for item in items:
-        if item not in out:
-            out.append(item)
-    return out
 
 
 def _plain_msg(text):
@@ -199,7 +191,7 @@ def imports_facts(view, ver):
                 missing.append(dict(entry=entry, path=item['resolved'], imported_by=path))
             if item['duplicate']:
                 duplicates.append(dict(entry=entry, resolved=key, imported_by=path))
-    problems = _unique(p.message for p in view.problems)
+    problems = unique_in_order(p.message for p in view.problems)
     for ignored, reason in view.ignored:
         problems.append('containerd %s ignores %s: %s' % ('.'.join(str(x) for x in ver or ('?',)), ignored, reason))
     return dict(entries=entries, files=loaded, missing=missing, duplicates=duplicates, problems=problems)
@@ -413,7 +405,7 @@ def file_facts(state_dir, paths, view, ver):
                           # as the shell's [ -f ] && [ -x ]: links followed (a runtime's BinaryName)
                           executable=os.path.isfile(path) and os.access(path, os.X_OK),
                           sha256=sha256_bytes(raw) if raw is not None else None,
-                          imported=path in named, imported_by=_unique(named.get(path, [])), loaded=path in loaded,
+                          imported=path in named, imported_by=unique_in_order(named.get(path, [])), loaded=path in loaded,
                           owners=owners)
     return out, problems
 
@@ -553,5 +545,5 @@ def gather(module):
         facts['drift'] = drift_facts(module, ctx, path, data, dump)
     if params.get('starts_since') is not None:
         facts['service_starts'] = service_start_facts(module, params['service'], params['starts_since'])
-    facts['problems'] = _unique(problems)
+    facts['problems'] = unique_in_order(problems)
     return facts

@@ -268,6 +268,19 @@ def apply_runtime(doc, ledger, ctx, params):
 # the per-runtime keys of the runtimes option; state and force default to the module's own
 ENTRY_KEYS = ('name', 'state', 'runtime_type', 'runtime_path', 'options', 'settings', 'inherit', 'default', 'force')
 
+# the argument spec of one entry of a runtimes option (containerd_runtime adds state; containerd_config's
+# entries all have the call's state)
+RUNTIME_ENTRY_OPTIONS = dict(
+    name=dict(type='str', required=True),
+    runtime_type=dict(type='str'),
+    runtime_path=dict(type='path'),
+    options=dict(type='dict'),
+    settings=dict(type='dict'),
+    inherit=dict(type='str'),
+    default=dict(type='bool'),
+    force=dict(type='bool'),
+)
+
 
 def batch_entries(params):
     """The runtimes option as one params dict per runtime (owner, state and force filled in).

@@ -208,21 +208,15 @@ folder_removed:
   type: bool
 '''
 
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import LockTimeout
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._dropin import remove, remove_all, write
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
     COMMON_ARGUMENT_SPEC,
     Context,
-    exit_result,
-    fail_after_writes,
     require_tomlkit,
+    run_logic,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import LedgerError
 
 SHARED = ('path', 'state_dir', 'validate', 'backup', 'lock_timeout', 'containerd_bin', 'containerd_version', 'owner')
 
@@ -243,23 +237,16 @@ def main():
                            required_one_of=[('dropin', 'dropins')], mutually_exclusive=[('dropin', 'dropins')])
     require_tomlkit(module)
     ctx = Context(module, module.params['path'])
-    try:
-        if module.params['state'] == 'present':
-            result = write(module, ctx, module.params)
-        elif module.params['dropins'] is not None:
-            result = remove_all(module, ctx, module.params)
-        else:
-            result = remove(module, ctx, module.params)
-    except ConfigError as exc:
-        fail_after_writes(module, ctx, str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None))
-    except (LedgerError, LockTimeout) as exc:
-        fail_after_writes(module, ctx, str(exc))
-    except Exception as exc:  # a clear failure, never a traceback on stdout
-        fail_after_writes(module, ctx, 'containerd_dropin failed on %s: %s' % (module.params['dropin'], exc),
-                          exception=traceback.format_exc())
-    for warning in ctx.warnings:
-        module.warn(warning)
-    exit_result(module, ctx, result)
+    run_logic(module, ctx, lambda: apply_dropin(module, ctx), 'containerd_dropin')
+
+
+def apply_dropin(module, ctx):
+    """The module's result: write the drop-in, or remove one or several."""
+    if module.params['state'] == 'present':
+        return write(module, ctx, module.params)
+    if module.params['dropins'] is not None:
+        return remove_all(module, ctx, module.params)
+    return remove(module, ctx, module.params)
 
 
 if __name__ == '__main__':

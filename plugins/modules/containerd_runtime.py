@@ -364,6 +364,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     run_transaction,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import (
+    RUNTIME_ENTRY_OPTIONS,
     RuntimeBatch,
     apply_runtime,
     batch_entries,
@@ -373,27 +374,14 @@ ONE_RUNTIME = ('name', 'runtime_type', 'runtime_path', 'options', 'settings', 'i
 
 
 def main():
+    # one runtime's keys are those of an entry of runtimes (name and force: optional, force defaults to false)
     argument_spec = dict(
+        RUNTIME_ENTRY_OPTIONS,
         name=dict(type='str'),
-        runtimes=dict(type='list', elements='dict', options=dict(
-            name=dict(type='str', required=True),
-            state=dict(type='str', choices=['present', 'absent']),
-            runtime_type=dict(type='str'),
-            runtime_path=dict(type='path'),
-            options=dict(type='dict'),
-            settings=dict(type='dict'),
-            inherit=dict(type='str'),
-            default=dict(type='bool'),
-            force=dict(type='bool'),
-        )),
-        state=dict(type='str', default='present', choices=['present', 'absent']),
-        runtime_type=dict(type='str'),
-        runtime_path=dict(type='path'),
-        options=dict(type='dict'),
-        settings=dict(type='dict'),
-        inherit=dict(type='str'),
-        default=dict(type='bool'),
         force=dict(type='bool', default=False),
+        runtimes=dict(type='list', elements='dict', options=dict(
+            RUNTIME_ENTRY_OPTIONS, state=dict(type='str', choices=['present', 'absent']))),
+        state=dict(type='str', default='present', choices=['present', 'absent']),
     )
     argument_spec.update(COMMON_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,

@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""containerd_config: one owner's drop-ins, imports, settings and runtimes in one module call.
+
+Install: each drop-in is written first (validated, atomic; a file nothing
+imports yet changes nothing containerd runs), then config.toml takes the
+imports, settings and runtimes in one transaction of the engine (one
+candidate, one validation, one write). Uninstall: the runtimes, settings
+and imports in one transaction, then the drop-ins nothing imports any more.
+Every state in between is one containerd loads, as with one call per kind.
+
+The edits are those of containerd_imports, containerd_setting and
+containerd_runtime (same text, same ledger records), so either form undoes
+the other.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._dropin import remove_all, write
+from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import transaction_result, unique_in_order
+from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import apply_imports
+from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import RuntimeBatch, batch_entries
+from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit import SettingBatch, setting_entries
+
+IMPORT_RESULT_KEYS = ('added', 'removed', 'pruned', 'kept', 'duplicates_removed')
+
+
+class EditSet(object):
+    """Imports, settings and runtimes of one owner as one edit of config.toml.
+
+    Install applies imports, then settings, then runtimes; uninstall the
+    reverse, so install then uninstall gives back the original bytes. When
+    they would not all go to one file (a key decided by a drop-in), the
+    engine runs ``parts`` one by one (SplitEdit): the imports, each setting,
+    each runtime, as separate calls would.
+    """
+
+    def __init__(self, imports, settings, runtimes, owner, state, imports_params=None, piece=False):
+        self.imports = imports
+        self.settings = settings
+        self.runtimes = runtimes
+        self.owner = owner
+        self.state = state
+        self.imports_params = dict(imports_params or {}, imports=imports, owner=owner, state=state)
+        self.parts = None
+        if piece:
+            return
+        pieces = ([EditSet(imports, [], [], owner, state, imports_params, piece=True)] if imports else []) \
+            + [EditSet([], [e], [], owner, state, piece=True) for e in settings] \
+            + [EditSet([], [], [e], owner, state, piece=True) for e in runtimes]
+        if state == 'absent':
+            pieces.reverse()
+        if len(pieces) > 1:
+            self.parts = pieces
+
+    def __call__(self, doc, ledger, ctx):
+        kinds = [('imports', self._imports), ('settings', self._settings), ('runtimes', self._runtimes)]
+        if self.state == 'absent':
+            kinds.reverse()
+        out = {}
+        for kind, apply in kinds:
+            if getattr(self, kind):
+                out.update(apply(doc, ledger, ctx))
+        return out
+
+    def _imports(self, doc, ledger, ctx):
+        done = apply_imports(doc, ledger, ctx, self.imports_params)
+        return dict(imports=dict((k, done[k]) for k in ('imports', 'missing') + IMPORT_RESULT_KEYS))
+
+    def _settings(self, doc, ledger, ctx):
+        return dict(settings=SettingBatch(self.settings, self.owner)(doc, ledger, ctx)['settings'])
+
+    def _runtimes(self, doc, ledger, ctx):
+        done = RuntimeBatch(self.runtimes, self.owner)(doc, ledger, ctx)
+        return dict(runtimes=done['runtimes'], default_runtime_name=done['default_runtime_name'])
+
+    def combine(self, result, steps):
+        """One result from the steps (an uninstall's files, or the parts): each kind once."""
+        result.pop('owner', None)
+        if self.imports:
+            seen = [s['imports'] for s in steps if s.get('imports')]
+            merged = dict(seen[-1]) if seen else {}
+            for key in IMPORT_RESULT_KEYS:
+                merged[key] = unique_in_order(e for s in seen for e in s.get(key) or [])
+            result['imports'] = merged
+        if self.settings:
+            result['settings'] = SettingBatch(self.settings, self.owner).combine({}, steps)['settings']
+        if self.runtimes:
+            scratch = RuntimeBatch(self.runtimes, self.owner).combine({}, steps)
+            result['runtimes'] = scratch['runtimes']
+            defaults = [s['default_runtime_name'] for s in steps if 'default_runtime_name' in s]
+            result['default_runtime_name'] = defaults[-1] if defaults else None
+        return result
+
+
+def entries_of(params):
+    """The call's settings and runtimes as the batch forms take them (one state: the call's), checked first."""
+    given = dict(params, force=False)
+    settings = setting_entries(dict(given, settings=params['settings'])) if params['settings'] else []
+    runtimes = batch_entries(dict(given, runtimes=params['runtimes'])) if params['runtimes'] else []
+    return settings, runtimes
+
+
+def dropins_of(params):
+    """The dropins option as containerd_dropin's params, one dict per file."""
+    out, seen = [], set()
+    for index, given in enumerate(params['dropins'] or []):
+        path = given['path']
+        if not os.path.isabs(path):
+            raise ConfigError('dropins[%d].path %s is not absolute. Nothing was written. Fix: give the full path of '
+                              'the drop-in.' % (index, path), key='dropins[%d].path' % index)
+        path = os.path.normpath(path)
+        if path in seen:
+            raise ConfigError('dropins[%d]: %s is listed twice. Nothing was written. Fix: list each drop-in once.'
+                              % (index, path), key='dropins[%d].path' % index)
+        seen.add(path)
+        if params['state'] == 'present' and given.get('content') is None:
+            raise ConfigError('dropins[%d] (%s): state=present needs its content. Nothing was written. Fix: give '
+                              'content.' % (index, path), key='dropins[%d].content' % index)
+        out.append(dict(path=params['path'], owner=params['owner'], state_dir=params['state_dir'],
+                        validate=params['validate'], backup=params['backup'], lock_timeout=params['lock_timeout'],
+                        dropin=path, content=given.get('content'), mode=given.get('mode'),
+                        create_folder=given.get('create_folder', True)))
+    return out
+
+
+def apply_set(module, ctx):
+    """containerd_config's run: the module's result (a failure fails the module, naming what was written)."""
+    params = module.params
+    state = params['state']
+    settings, runtimes = entries_of(params)
+    dropins = dropins_of(params)
+    result = dict(changed=False, dropins=[])
+    diffs = []
+
+    if state == 'present':
+        result['dropins'] = [write(module, ctx, one) for one in dropins]
+        for each in result['dropins']:
+            _take_diff(each, diffs)
+    imports_params = dict(position=params['position'], require_exists=params['require_exists'],
+                          prune_missing=False, allow_plugin_override=False,
+                          # check mode wrote none of them: their imports are judged as if it had
+                          will_exist=[d['dropin'] for d, r in zip(dropins, result['dropins'])
+                                      if r['changed']] if module.check_mode else [])
+    edit = EditSet(params['imports'] or [], settings, runtimes, params['owner'], state, imports_params)
+    if edit.imports or edit.settings or edit.runtimes:
+        done = transaction_result(module, ctx, edit)
+        _take_diff(done, diffs)
+        result.update(done)
+    if state == 'absent' and dropins:
+        # after the imports are gone: a drop-in still imported (by another owner) is kept
+        done = remove_all(module, ctx, dict(dropins[0], dropins=[d['dropin'] for d in dropins]))
+        result['dropins'] = done['dropins']
+        for each in result['dropins']:
+            _take_diff(each, diffs)
+    result['changed'] = bool(result['changed'] or any(r['changed'] for r in result['dropins']))
+    if diffs:
+        result['diff'] = diffs
+    result['owner'] = params['owner']
+    return result
+
+
+def _take_diff(done, diffs):
+    """Move a step's diff (one dict or a list of them) into the call's list."""
+    diff = done.pop('diff', None)
+    diffs.extend(diff if isinstance(diff, list) else [diff] if diff else [])

@@ -1,0 +1,337 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: containerd_config
+short_description: Install or remove one owner's containerd changes (drop-ins, imports, settings, runtimes) in one call
+version_added: 0.3.0
+description:
+  - The edits of M(nodeguard.containerd.containerd_dropin), M(nodeguard.containerd.containerd_imports),
+    M(nodeguard.containerd.containerd_setting) and M(nodeguard.containerd.containerd_runtime) for one O(owner), in one
+    task and one module run, with the same text and the same ledger records as those modules write (so either form
+    undoes the other).
+  - O(state=present) first writes each of O(dropins) (only when its bytes or mode differ; validated with the node's
+    C(containerd config dump); atomic; a file nothing imports yet changes nothing containerd runs), then makes
+    O(imports), O(settings) and O(runtimes) in C(config.toml) in one transaction - one lock, one candidate, one
+    validation, one write, one ledger update.
+  - O(state=absent) undoes this owner's O(runtimes), O(settings) and O(imports) in one transaction (prior values put
+    back, tables this owner created deleted, others' changes kept), then removes each of O(dropins) that the ledger
+    says O(owner) wrote and that nothing imports any more, and the drop-in folder O(owner) created once it is empty.
+  - Every state in between is one containerd loads. When the settings and runtimes would not all be written to
+    C(config.toml) (a key decided by a drop-in, see O(edit_in)), each is its own transaction, as separate calls
+    would be.
+author:
+  - nodeguard maintainers (@nodeguard)
+extends_documentation_fragment:
+  - nodeguard.containerd.common
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Writes no file, ledger or folder; imports of drop-ins this call would write are judged as if written.
+  diff_mode:
+    support: full
+    details: RV(diff) lists each file's before and after.
+  platform:
+    platforms: posix
+options:
+  state:
+    description:
+      - V(present) writes the drop-ins, then adds the imports, settings and runtimes.
+      - V(absent) undoes what O(owner) did to the imports, settings and runtimes named, then removes the drop-ins.
+    type: str
+    choices: [present, absent]
+    default: present
+  dropins:
+    description:
+      - Whole drop-in files of O(owner), as M(nodeguard.containerd.containerd_dropin) writes and removes them.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The drop-in file (absolute path).
+        type: path
+        required: true
+      content:
+        description: The whole content (TOML). Required with O(state=present).
+        type: str
+      mode:
+        description: Octal permissions of the drop-in.
+        type: raw
+        default: '0644'
+      create_folder:
+        description:
+          - Create the drop-in's folder when it is missing (recorded as O(owner)'s, removed again once empty).
+        type: bool
+        default: true
+  imports:
+    description:
+      - Entries of C(config.toml)'s C(imports), as M(nodeguard.containerd.containerd_imports) takes them (each at
+        most once; an entry another owner still imports is kept on O(state=absent)).
+    type: list
+    elements: str
+    default: []
+  position:
+    description:
+      - Where new O(imports) entries go (later files win when containerd merges them).
+    type: str
+    choices: [append, prepend]
+    default: append
+  require_exists:
+    description:
+      - Refuse to import a file that does not exist (containerd does not start with a missing import). A drop-in
+        of O(dropins) exists by the time its import is written.
+    type: bool
+    default: true
+  settings:
+    description:
+      - Keys set (and their prior values recorded), as the O(nodeguard.containerd.containerd_setting#module:settings)
+        option of M(nodeguard.containerd.containerd_setting) takes them.
+      - With O(state=absent), O(settings[].value) is not needed.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      key:
+        description: A logical key (for example V(images.disable_snapshot_annotations)) or, with O(settings[].raw), a dotted TOML key.
+        type: str
+        required: true
+      value:
+        description: The value to set; required with O(state=present).
+        type: raw
+      raw:
+        description: O(settings[].key) is a dotted TOML key as written in the file.
+        type: bool
+        default: false
+  runtimes:
+    description:
+      - CRI runtime handlers, as the O(nodeguard.containerd.containerd_runtime#module:runtimes) option of
+        M(nodeguard.containerd.containerd_runtime) takes them. With O(state=absent) only O(runtimes[].name) (and
+        O(runtimes[].force)) matter.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The runtime handler name (letters, digits, C(-), C(_), C(.); at most 63 characters).
+        type: str
+        required: true
+      runtime_type:
+        description: The runtime's C(runtime_type); a new runtime gets V(io.containerd.runc.v2) when not given.
+        type: str
+      runtime_path:
+        description: The runtime's C(runtime_path) (the shim binary).
+        type: path
+      options:
+        description: Keys merged into the runtime's C(options) table (C(BinaryName), C(ConfigPath), ...).
+        type: dict
+      settings:
+        description: Other keys of the runtime table (C(privileged_without_host_devices), C(pod_annotations), ...).
+        type: dict
+      inherit:
+        description: For a new runtime, the runtime whose table is copied first; V(none) copies nothing.
+        type: str
+      default:
+        description: V(true) makes it the CRI default (the previous default is put back on removal).
+        type: bool
+      force:
+        description: With O(state=absent), delete the runtime even when O(owner) did not create it (false when not given).
+        type: bool
+requirements:
+  - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
+notes:
+  - One module run instead of four is what makes a role's converge and its no-op re-run fast; the checks are the
+    same as those of the single-purpose modules.
+seealso:
+  - module: nodeguard.containerd.containerd_dropin
+  - module: nodeguard.containerd.containerd_imports
+  - module: nodeguard.containerd.containerd_setting
+  - module: nodeguard.containerd.containerd_runtime
+'''
+
+EXAMPLES = r'''
+- name: Nydus snapshotter and the kata handlers on containerd 1.x, in one call
+  nodeguard.containerd.containerd_config:
+    owner: coco
+    dropins:
+      - path: /etc/containerd/config.toml.d/nydus-snapshotter.toml
+        content: |
+          version = 2
+          [proxy_plugins.nydus]
+            type = "snapshot"
+            address = "/run/containerd-nydus/containerd-nydus-grpc.sock"
+    imports: [/etc/containerd/config.toml.d/nydus-snapshotter.toml]
+    settings:
+      - key: images.disable_snapshot_annotations
+        value: false
+    runtimes:
+      - name: kata-qemu
+        runtime_type: io.containerd.kata-qemu.v2
+        runtime_path: /opt/kata/bin/containerd-shim-kata-v2
+        inherit: none
+        settings:
+          privileged_without_host_devices: true
+          pod_annotations: ["io.katacontainers.*"]
+        options:
+          ConfigPath: /opt/kata/share/defaults/kata-containers/configuration-qemu.toml
+  become: true
+  notify: Restart containerd
+
+- name: Remove all of it again (the prior value of disable_snapshot_annotations comes back)
+  nodeguard.containerd.containerd_config:
+    owner: coco
+    state: absent
+    dropins:
+      - path: /etc/containerd/config.toml.d/nydus-snapshotter.toml
+    imports: [/etc/containerd/config.toml.d/nydus-snapshotter.toml]
+    settings:
+      - key: images.disable_snapshot_annotations
+    runtimes:
+      - name: kata-qemu
+  become: true
+'''
+
+RETURN = r'''
+changed:
+  description: Whether any file was changed (or would be, in check mode).
+  returned: always
+  type: bool
+diff:
+  description: Each changed file's before and after text, with headers, when run with C(--diff).
+  returned: changed and diff mode
+  type: list
+  elements: dict
+backup_file:
+  description: The backup of C(config.toml), with O(backup=true).
+  returned: config.toml changed and O(backup=true)
+  type: str
+file:
+  description: The file of the config tree the transaction wrote (C(config.toml), or a drop-in that decides the keys).
+  returned: O(imports), O(settings) or O(runtimes) given
+  type: str
+files:
+  description: The files written, when the transaction wrote more than one.
+  returned: more than one file written
+  type: list
+  elements: str
+effects:
+  description: Each key the transaction set or removed and whether containerd runs it (as M(nodeguard.containerd.containerd_runtime)).
+  returned: changed
+  type: list
+  elements: dict
+validated:
+  description: How the candidate config was checked by containerd.
+  returned: config.toml changed and not check mode
+  type: str
+config_version:
+  description: The config version of C(config.toml).
+  returned: O(imports), O(settings) or O(runtimes) given
+  type: int
+dropins:
+  description:
+    - Each drop-in's result, in the order given, as M(nodeguard.containerd.containerd_dropin) returns it
+      (C(dropin), C(changed), and C(owned), C(validated), C(folder_created) with O(state=present), C(removed),
+      C(kept), C(imported_by), C(folder_removed) with O(state=absent)).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {dropin: /etc/containerd/config.toml.d/nydus-snapshotter.toml, changed: true, owned: true,
+       validated: containerd config dump, folder_created: true}
+imports:
+  description: What happened to the imports.
+  returned: O(imports) given
+  type: dict
+  contains:
+    imports:
+      description: The imports of C(config.toml) after the run.
+      type: list
+      elements: str
+    added:
+      description: Entries added.
+      type: list
+      elements: str
+    removed:
+      description: Entries removed.
+      type: list
+      elements: str
+    kept:
+      description: Entries left in place (another owner still imports them, or O(owner) never added them).
+      type: list
+      elements: str
+    missing:
+      description: Entries whose file does not exist.
+      type: list
+      elements: str
+  sample: {imports: [/etc/containerd/config.toml.d/nydus-snapshotter.toml],
+           added: [/etc/containerd/config.toml.d/nydus-snapshotter.toml], removed: [], kept: [], missing: []}
+settings:
+  description: What happened to each key, in the order given (as containerd_setting's RV(nodeguard.containerd.containerd_setting#module:settings)).
+  returned: O(settings) given
+  type: list
+  elements: dict
+runtimes:
+  description: What happened to each runtime, in the order given (as containerd_runtime's RV(nodeguard.containerd.containerd_runtime#module:runtimes)).
+  returned: O(runtimes) given
+  type: list
+  elements: dict
+default_runtime_name:
+  description: The CRI default runtime after the run.
+  returned: O(runtimes) given
+  type: str
+owner:
+  description: The ledger owner.
+  returned: success
+  type: str
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edit_set import apply_set
+from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+    COMMON_ARGUMENT_SPEC,
+    Context,
+    require_tomlkit,
+    run_logic,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import RUNTIME_ENTRY_OPTIONS
+
+
+def main():
+    argument_spec = dict(
+        state=dict(type='str', default='present', choices=['present', 'absent']),
+        dropins=dict(type='list', elements='dict', default=[], options=dict(
+            path=dict(type='path', required=True),
+            content=dict(type='str'),
+            mode=dict(type='raw', default='0644'),
+            create_folder=dict(type='bool', default=True),
+        )),
+        imports=dict(type='list', elements='str', default=[]),
+        position=dict(type='str', default='append', choices=['append', 'prepend']),
+        require_exists=dict(type='bool', default=True),
+        settings=dict(type='list', elements='dict', default=[], options=dict(
+            key=dict(type='str', required=True, no_log=False),
+            value=dict(type='raw'),
+            raw=dict(type='bool', default=False),
+        )),
+        runtimes=dict(type='list', elements='dict', default=[], options=RUNTIME_ENTRY_OPTIONS),
+    )
+    argument_spec.update(COMMON_ARGUMENT_SPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    require_tomlkit(module)
+    ctx = Context(module, os.path.abspath(module.params['path']))
+    run_logic(module, ctx, lambda: apply_set(module, ctx), 'containerd_config')
+
+
+if __name__ == '__main__':
+    main()
