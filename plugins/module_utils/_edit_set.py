@@ -82,10 +82,10 @@ class EditSet(object):
 
     def combine(self, result, steps):
         """One result from the steps (an uninstall's files, or the parts): each kind once."""
-        result.pop('owner', None)
         if self.imports:
+            # the last step that edited imports saw the final list (config.toml comes after the drop-ins)
             seen = [s['imports'] for s in steps if s.get('imports')]
-            merged = dict(seen[-1]) if seen else {}
+            merged = dict(seen[-1])
             for key in IMPORT_RESULT_KEYS:
                 merged[key] = unique_in_order(e for s in seen for e in s.get(key) or [])
             result['imports'] = merged
@@ -94,8 +94,8 @@ class EditSet(object):
         if self.runtimes:
             scratch = RuntimeBatch(self.runtimes, self.owner).combine({}, steps)
             result['runtimes'] = scratch['runtimes']
-            defaults = [s['default_runtime_name'] for s in steps if 'default_runtime_name' in s]
-            result['default_runtime_name'] = defaults[-1] if defaults else None
+            result['default_runtime_name'] = [s['default_runtime_name'] for s in steps
+                                              if 'default_runtime_name' in s][-1]
         return result
 
 
