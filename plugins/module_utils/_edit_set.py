@@ -150,7 +150,8 @@ def apply_set(module, ctx):
                                       if r['changed']] if module.check_mode else [])
     edit = EditSet(params['imports'] or [], settings, runtimes, params['owner'], state, imports_params)
     if edit.imports or edit.settings or edit.runtimes:
-        done = transaction_result(module, ctx, edit)
+        # the imports edit itself refuses a drop-in that would replace a plugin table (allow_plugin_override off)
+        done = transaction_result(module, ctx, edit, allow_plugin_override=False, load_test=None)
         _take_diff(done, diffs)
         result.update(done)
     if state == 'absent' and dropins:

@@ -943,7 +943,7 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
     exit_result(module, ctx, transaction_result(module, ctx, edit, allow_plugin_override, load_test))
 
 
-def transaction_result(module, ctx, edit, allow_plugin_override=False, load_test=None):
+def transaction_result(module, ctx, edit, allow_plugin_override, load_test):
     """run_transaction's steps and their one result, without exiting (a module that does more after them).
 
     A failure fails the module, naming what this run already wrote (ctx.written).

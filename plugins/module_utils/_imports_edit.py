@@ -500,7 +500,7 @@ def apply_imports(doc, ledger, ctx, params):
                 if full in (params.get('will_exist') or ()):
                     # a file the same call writes first (containerd_config in check mode, which writes nothing)
                     ctx.allow_missing_import(entry)
-                elif params.get('require_exists', True):
+                elif params['require_exists']:
                     raise ConfigError('%s: cannot import %s: %s does not exist, and containerd refuses to start '
                                       'when an imported file is missing. Nothing was written. Fix: create the '
                                       'file first (e.g. ansible.builtin.copy before this task), or set '

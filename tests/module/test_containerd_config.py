@@ -9,6 +9,7 @@ to the original bytes (and be undone by the single modules). Real
 containerd (1.6 on the host, 1.7, 2.x) reads every result.
 """
 
+import fcntl
 import glob
 import json
 import os
@@ -16,6 +17,9 @@ import os
 import pytest
 
 from conftest import assert_containerd_accepts, binary_of, read
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import lock_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
 from test_runtime_batch import DROPIN_MAIN, NODES
 from test_setting_batch import DROPIN
 
@@ -233,3 +237,45 @@ def test_a_key_a_drop_in_decides_goes_there_and_the_rest_to_config_toml(run_modu
                       settings=[dict(key=s['key']) for s in settings], runtimes=[dict(name='nvidia')])
     assert gone['changed'] and gone['runtimes'][0]['removed']
     assert read(path, 'rb') == original and read(dropin, 'rb') == dropin_original
+
+
+def test_an_entry_without_a_name_is_refused_by_the_argument_spec(run_module, config):
+    path = config('v2_debian_stock.toml')
+    original = read(path, 'rb')
+    res = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary_of('host'),
+                     runtimes=[dict(runtime_type='io.containerd.runc.v2')], expect_fail=True)
+    assert 'missing required arguments: name' in res['msg'], res['msg']
+    assert read(path, 'rb') == original
+
+
+def test_a_held_lock_fails_with_its_own_message_and_writes_nothing(run_module, config):
+    path = config('v2_debian_stock.toml')
+    original = read(path, 'rb')
+    fd = os.open(lock_path_for(path), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        res = install(run_module, path, binary_of('host'), version=2, lock_timeout=0.5, expect_fail=True)
+    finally:
+        os.close(fd)
+    assert lock_path_for(path) in res['msg'] and not res['msg'].startswith('containerd_config failed'), res['msg']
+    assert read(path, 'rb') == original and not os.path.exists(dropin_of(path))
+
+
+def test_a_damaged_ledger_of_a_drop_in_is_named_and_nothing_more_is_written(run_module, config):
+    binary = binary_of('host')
+    path = config('v2_debian_stock.toml')
+    install(run_module, path, binary, version=2)
+    installed, dropin_bytes = read(path, 'rb'), read(dropin_of(path), 'rb')
+    ledger = ledger_path_for(run_module.state_dir, dropin_of(path))
+    with open(ledger, 'w') as f:
+        f.write('{"records": [')
+    res = uninstall(run_module, path, binary, expect_fail=True)
+    assert ledger in res['msg'] and not res['msg'].startswith('containerd_config failed'), res['msg']
+    # the uninstall reads every ledger of the tree before it writes: nothing was written
+    assert read(dropin_of(path), 'rb') == dropin_bytes and read(path, 'rb') == installed
+    assert 'written' not in res, res
+    # an install reads the drop-in's ledger before it writes the drop-in: refused the same way
+    res = install(run_module, path, binary, version=2, expect_fail=True,
+                  dropins=[dict(path=dropin_of(path), content=NYDUS % 2 + '# changed\n')])
+    assert ledger in res['msg'] and not res['msg'].startswith('containerd_config failed'), res['msg']
+    assert read(dropin_of(path), 'rb') == dropin_bytes and read(path, 'rb') == installed
