@@ -279,3 +279,25 @@ def test_a_damaged_ledger_of_a_drop_in_is_named_and_nothing_more_is_written(run_
                   dropins=[dict(path=dropin_of(path), content=NYDUS % 2 + '# changed\n')])
     assert ledger in res['msg'] and not res['msg'].startswith('containerd_config failed'), res['msg']
     assert read(dropin_of(path), 'rb') == dropin_bytes and read(path, 'rb') == installed
+
+
+BARE_CRI = '''version = 2
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.6"
+'''
+
+
+def test_a_parent_table_the_set_created_goes_with_the_uninstall(run_module, config):
+    """The setting creates the CRI plugin's containerd table, the runtime a table under it: the uninstall gives
+    back the bare file, that table included. (The ledger records which owner created the table, so this holds in
+    either order of undo: the order EditSet uses, runtimes first, is not what makes it pass.)"""
+    binary = binary_of('host')
+    path = config(BARE_CRI)
+    res = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary,
+                     settings=SETTINGS, runtimes=RUNTIMES[:1])
+    assert res['changed'] and 'disable_snapshot_annotations = false' in read(path)
+    assert_containerd_accepts(path, binary)
+    gone = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary, state='absent',
+                      settings=[dict(key=s['key']) for s in SETTINGS], runtimes=[dict(name=RUNTIMES[0]['name'])])
+    assert gone['changed'] and read(path) == BARE_CRI, read(path)
