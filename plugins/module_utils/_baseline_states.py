@@ -729,7 +729,7 @@ def run_state(module, state, store_root, name, path):
     except Done as done:
         return json_safe(done.result), done.failed
     except ConfigError as exc:
-        return dict(msg=str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None)), True
+        return dict(msg=str(exc), **exc.given_details()), True
     except Exception as exc:  # a clear failure, never a traceback on stdout
         return dict(msg='containerd_baseline failed on %s: %s' % (path, exc), exception=traceback.format_exc()), True
     finally:

@@ -52,6 +52,10 @@ class ConfigError(Exception):
         super(ConfigError, self).__init__(msg)
         self.details = details
 
+    def given_details(self):
+        """The details that have a value: what a failed module returns beside msg."""
+        return dict((k, v) for k, v in self.details.items() if v is not None)
+
 
 def lock_or_fail(path, timeout, create=True, fix='Fix: run as root (become: true).', key='path'):
     """Take the lock beside path; a timeout or a lock file that cannot be

@@ -1042,7 +1042,7 @@ def run_logic(module, ctx, logic, name):
     try:
         result = logic()
     except ConfigError as exc:
-        fail_after_writes(module, ctx, str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None))
+        fail_after_writes(module, ctx, str(exc), **exc.given_details())
     except (LedgerError, LockTimeout) as exc:
         fail_after_writes(module, ctx, str(exc))
     except Exception as exc:  # a clear failure, never a traceback on stdout
@@ -1124,7 +1124,7 @@ def _transaction(module, ctx, txn):
         ctx.tree_files = None
         raise
     except ConfigError as exc:
-        fail_after_writes(module, ctx, str(exc), **dict((k, v) for k, v in exc.details.items() if v is not None))
+        fail_after_writes(module, ctx, str(exc), **exc.given_details())
     except LedgerError as exc:
         fail_after_writes(module, ctx, str(exc))
     except Exception as exc:  # never leave a temp file behind, whatever failed (run() removed them)

@@ -520,7 +520,7 @@ def main():
         module.fail_json(msg=str(exc), **json_safe(exc.facts))
     except ConfigError as exc:
         module.fail_json(msg=str(exc).replace(' Nothing was written.', '').replace(' Nothing was changed.', ''),
-                         **json_safe(dict((k, v) for k, v in exc.details.items() if v is not None)))
+                         **json_safe(exc.given_details()))
     except Exception as exc:  # a clear failure, never a traceback on stdout
         module.fail_json(msg='containerd_info failed on %s: %s' % (module.params.get('path'), exc),
                          exception=traceback.format_exc())
