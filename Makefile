@@ -179,13 +179,20 @@ test:
 	$(CURDIR)/.ci/stage-summary; exit $$rc
 
 # pytest-xdist workers for the unit and module suites (their tests share no
-# file, socket or daemon: each works under its own temp folder).
+# file, socket or daemon: each works under its own temp folder); worksteal:
+# an idle worker takes queued tests from a busy one, so a few long tests do
+# not end the run on one worker.
 PYTEST_JOBS ?= 2
+PYTEST_XDIST = -n $(PYTEST_JOBS) --dist worksteal
 test-unit: collection
-	@$(STAGE) test-unit .ci/pytest-dir required tests/unit -n $(PYTEST_JOBS)
+	@$(STAGE) test-unit .ci/pytest-dir required tests/unit $(PYTEST_XDIST)
 
+# The module suite runs its modules as processes, over a thousand times:
+# their bytecode is cached under build/pycache-modules (never beside the
+# sources) instead of compiled again on every run.
 test-module: collection
-	@$(STAGE) test-module .ci/pytest-dir required tests/module -n $(PYTEST_JOBS)
+	@PYTHONPYCACHEPREFIX=$(BUILD)/pycache-modules \
+		$(STAGE) test-module .ci/pytest-dir required tests/module $(PYTEST_XDIST)
 
 test-roles: collection
 	@$(STAGE) test-roles .ci/pytest-dir required tests/roles

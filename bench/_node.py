@@ -3,7 +3,7 @@
 One node booted like the Molecule platforms (systemd as PID 1, no network,
 the ulimits this machine's podman needs), reached through nsenter as
 molecule/coco reaches its nodes (~2 ms a command instead of ~250 ms of
-podman exec), prepared with molecule/coco/prepare.yml (the stand-ins for the
+podman exec; the PID from molecule/shared/lookup_plugins/container_pid.py), prepared with molecule/coco/prepare.yml (the stand-ins for the
 NVIDIA runtime and the kata payload).
 """
 
@@ -84,8 +84,8 @@ class Node(object):
         sh(['podman', 'rm', '-f', self.name])
 
     def write_inventory(self, extra_vars=None):
-        pid = ("{{ (lookup('ansible.builtin.pipe', 'podman container inspect ' ~ inventory_hostname)"
-               " | from_json)[0].State.Pid }}")
+        # the Molecule scenarios' lookup: podman is asked again only after the node restarted
+        pid = "{{ lookup('container_pid', inventory_hostname) }}"
         hostvars = {'coco_payload_archive': os.path.join(self.work, 'kata-payload.tar.gz'),
                     'coco_test_pristine': '/var/lib/nodeguard-test/config.toml.pristine',
                     'node_readiness_pass_config_path': False,
@@ -101,7 +101,8 @@ class Node(object):
     def env(self):
         return dict(os.environ, MOLECULE_PROJECT_DIRECTORY=REPO, MOLECULE_EPHEMERAL_DIRECTORY=self.work,
                     ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
-                    ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0')
+                    ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
+                    ANSIBLE_LOOKUP_PLUGINS=os.path.join(REPO, 'molecule', 'shared', 'lookup_plugins'))
 
     def playbook(self, path, extra=()):
         """Run one playbook; (wall seconds, recap dict of this node, tasks started)."""

@@ -162,6 +162,7 @@ def node_environ(python):
     env['NODEGUARD_NODE_PYTHON'] = python
     env['PYTHONPATH'] = ansible_lib() + os.pathsep + env.get('PYTHONPATH', '')
     env['PYTHONDONTWRITEBYTECODE'] = '1'
+    env.pop('PYTHONPYCACHEPREFIX', None)   # the module suite's cache (Makefile) is for its own interpreter
     return env
 
 

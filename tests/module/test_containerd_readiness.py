@@ -178,7 +178,8 @@ def test_an_imported_file_that_is_not_toml(run_module, node):
         text = f.read()
     with open(n['config'], 'w') as f:
         f.write(text.replace('version = 2\n', 'version = 2\nimports = ["%s"]\n' % bad, 1))
-    report = check(run_module, n, fail=False)[1]
+    # the daemon's socket given: with the config unreadable, the default socket would be waited for in vain
+    report = check(run_module, n, fail=False, address=n['address'])[1]
     assert report['by_name']['imports_exist']['status'] == 'fail'
     assert bad in report['by_name']['imports_exist']['reason']
 

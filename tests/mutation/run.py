@@ -148,7 +148,7 @@ def copy_tree(dest, tree_mode, overlay, rev='HEAD'):
 def test_env(tree, extra=None):
     env = dict(os.environ)
     for name in ('PYTHONPATH', 'NODEGUARD_COLLECTIONS_PATH', 'PYTEST_ADDOPTS', 'NG_TRACE_DIR', 'NG_TRACE_ROOT',
-                 'NG_TRACE_TEST'):
+                 'NG_TRACE_TEST', 'PYTHONPYCACHEPREFIX'):
         env.pop(name, None)
     env['ANSIBLE_COLLECTIONS_PATH'] = str(tree / 'build' / 'collections')
     env['PYTHONDONTWRITEBYTECODE'] = '1'   # a mutant must never run from a stale .pyc
