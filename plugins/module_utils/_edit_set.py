@@ -6,7 +6,7 @@
 Install: each drop-in is written first (validated, atomic; a file nothing
 imports yet changes nothing containerd runs), then config.toml takes the
 imports, settings and runtimes in one transaction of the engine (one
-candidate, one validation, one write). Uninstall: the runtimes, settings
+candidate, one validation, one write). Uninstall: the settings, runtimes
 and imports in one transaction, then the drop-ins nothing imports any more.
 Every state in between is one containerd loads, as with one call per kind.
 
@@ -30,12 +30,19 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit
 
 IMPORT_RESULT_KEYS = ('added', 'removed', 'pruned', 'kept', 'duplicates_removed')
 
+# The order of the kinds in one call. Undo puts the settings back before the
+# runtimes go: a setting may name one of them (cri.default_runtime_name), and
+# a runtime that is still the default is not removed.
+KIND_ORDER = {'present': ('imports', 'settings', 'runtimes'),
+              'absent': ('settings', 'runtimes', 'imports')}
+
 
 class EditSet(object):
     """Imports, settings and runtimes of one owner as one edit of config.toml.
 
-    Install applies imports, then settings, then runtimes; uninstall the
-    reverse, so install then uninstall gives back the original bytes. When
+    Install applies imports, then settings, then runtimes; uninstall puts
+    back the settings, then removes the runtimes, then the imports
+    (KIND_ORDER), and gives back the original bytes. When
     they would not all go to one file (a key decided by a drop-in), the
     engine runs ``parts`` one by one (SplitEdit): the imports, each setting,
     each runtime, as separate calls would.
@@ -51,22 +58,18 @@ class EditSet(object):
         self.parts = None
         if piece:
             return
-        pieces = ([EditSet(imports, [], [], owner, state, imports_params, piece=True)] if imports else []) \
-            + [EditSet([], [e], [], owner, state, piece=True) for e in settings] \
-            + [EditSet([], [], [e], owner, state, piece=True) for e in runtimes]
-        if state == 'absent':
-            pieces.reverse()
+        by_kind = dict(imports=[EditSet(imports, [], [], owner, state, imports_params, piece=True)] if imports else [],
+                       settings=[EditSet([], [e], [], owner, state, piece=True) for e in settings],
+                       runtimes=[EditSet([], [], [e], owner, state, piece=True) for e in runtimes])
+        pieces = [piece for kind in KIND_ORDER[state] for piece in by_kind[kind]]
         if len(pieces) > 1:
             self.parts = pieces
 
     def __call__(self, doc, ledger, ctx):
-        kinds = [('imports', self._imports), ('settings', self._settings), ('runtimes', self._runtimes)]
-        if self.state == 'absent':
-            kinds.reverse()
         out = {}
-        for kind, apply in kinds:
+        for kind in KIND_ORDER[self.state]:
             if getattr(self, kind):
-                out.update(apply(doc, ledger, ctx))
+                out.update(getattr(self, '_' + kind)(doc, ledger, ctx))
         return out
 
     def _imports(self, doc, ledger, ctx):

@@ -291,7 +291,7 @@ BARE_CRI = '''version = 2
 def test_a_parent_table_the_set_created_goes_with_the_uninstall(run_module, config):
     """The setting creates the CRI plugin's containerd table, the runtime a table under it: the uninstall gives
     back the bare file, that table included. (The ledger records which owner created the table, so this holds in
-    either order of undo: the order EditSet uses, runtimes first, is not what makes it pass.)"""
+    either order of undo: the order EditSet uses is not what makes it pass.)"""
     binary = binary_of('host')
     path = config(BARE_CRI)
     res = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary,
@@ -301,3 +301,22 @@ def test_a_parent_table_the_set_created_goes_with_the_uninstall(run_module, conf
     gone = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary, state='absent',
                       settings=[dict(key=s['key']) for s in SETTINGS], runtimes=[dict(name=RUNTIMES[0]['name'])])
     assert gone['changed'] and read(path) == BARE_CRI, read(path)
+
+
+@pytest.mark.parametrize('fixture,which', [('v2_kubeadm.toml', 'host'), ('v3_default.toml', '2')])
+def test_a_default_the_set_points_at_its_own_runtime_is_undone_in_one_call(run_module, config, fixture, which):
+    """The set makes its runtime the default through a setting (cri.default_runtime_name). The uninstall puts the
+    setting back before it removes the runtime; the other order meets a default that names the runtime and is
+    refused ("kata-qemu is the default runtime ... set by coco")."""
+    binary = binary_of(which)
+    path = config(fixture)
+    before = read(path)
+    made = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary,
+                      settings=[dict(key='cri.default_runtime_name', value='kata-qemu')], runtimes=RUNTIMES[:1])
+    assert_containerd_accepts(path, binary)
+    assert made['changed'] and made['default_runtime_name'] == 'kata-qemu'
+    assert "default_runtime_name = 'kata-qemu'" in read(path).replace('"', "'")
+    gone = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary, state='absent',
+                      settings=[dict(key='cri.default_runtime_name')], runtimes=[dict(name='kata-qemu')])
+    assert gone['changed'] and gone['default_runtime_name'] == 'runc'
+    assert read(path) == before
