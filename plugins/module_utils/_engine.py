@@ -1033,11 +1033,12 @@ def unique_in_order(items):
     return out
 
 
-def run_logic(module, ctx, logic, name):
+def run_logic(module, ctx, logic, name, subject=None):
     """A module's logic() -> result, outside run_transaction: exit with its result and warnings, or fail clearly.
 
     Bad input and refusals (ConfigError), a damaged ledger or a held lock fail with their message; anything else
-    with one naming the module and the config; every failure names the files this run already wrote.
+    with one naming the module and its subject (the file it works on: the config unless given); every failure
+    names the files this run already wrote.
     """
     try:
         result = logic()
@@ -1046,7 +1047,7 @@ def run_logic(module, ctx, logic, name):
     except (LedgerError, LockTimeout) as exc:
         fail_after_writes(module, ctx, str(exc))
     except Exception as exc:  # a clear failure, never a traceback on stdout
-        fail_after_writes(module, ctx, '%s failed on %s: %s' % (name, module.params.get('dropin') or ctx.path, exc),
+        fail_after_writes(module, ctx, '%s failed on %s: %s' % (name, subject or ctx.path, exc),
                           exception=traceback.format_exc())
     for warning in ctx.warnings:
         module.warn(warning)

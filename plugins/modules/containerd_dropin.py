@@ -237,7 +237,7 @@ def main():
                            required_one_of=[('dropin', 'dropins')], mutually_exclusive=[('dropin', 'dropins')])
     require_tomlkit(module)
     ctx = Context(module, module.params['path'])
-    run_logic(module, ctx, lambda: apply_dropin(module, ctx), 'containerd_dropin')
+    run_logic(module, ctx, lambda: apply_dropin(module, ctx), 'containerd_dropin', subject=module.params['dropin'])
 
 
 def apply_dropin(module, ctx):
