@@ -2,9 +2,11 @@
 
 ansible-runner with a private data dir: the playbooks as the project, the
 collection installed from its built tarball into the job's own collections
-folder (as an execution environment holds it), the scenario's inventory, and
-extra vars only: no ansible.cfg and no ANSIBLE_* setting of the checkout or
-of molecule reaches the job. The jobs run once for all three nodes (session
+folder (as an execution environment holds it), an inventory of the three
+nodes with their connection vars (as an AWX inventory holds them: the
+scenario's own inventory asks the test-only container_pid lookup, which a
+job does not have), and extra vars only: no ansible.cfg and no ANSIBLE_*
+setting of the checkout or of molecule reaches the job. The jobs run once for all three nodes (session
 fixture), after test_readiness.py (file order), and leave each node's config
 as they found it:
 
@@ -45,6 +47,13 @@ JOBS = [
 ]
 
 
+def pid_of(node):
+    """The node's PID on this host (the jobs do not reboot it)."""
+    out = subprocess.run(["podman", "container", "inspect", "--format", "{{.State.Pid}}", node],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out)
+
+
 def starts(box):
     out = box.check_output("journalctl -u containerd -o cat --no-pager")
     return sum(1 for line in out.splitlines() if line.startswith("Started containerd"))
@@ -72,6 +81,11 @@ def jobs():
     assert install.returncode == 0, install.stderr
     assert os.path.isfile(os.path.join(collections, "ansible_collections", "nodeguard", "containerd", "MANIFEST.json")), \
         install.stdout + install.stderr
+    inventory = os.path.join(pdd, "inventory.json")
+    with open(inventory, "w") as f:
+        json.dump({"all": {"hosts": dict((node, {
+            "ansible_connection": "community.docker.nsenter", "ansible_nsenter_pid": pid_of(node),
+            "ansible_python_interpreter": "/usr/bin/python3"}) for node in NODES)}}, f)
     before = {}
     for node in NODES:
         box = testinfra.get_host("podman://" + node)
@@ -83,7 +97,7 @@ def jobs():
         mp.setenv("PATH", bindir + os.pathsep + os.environ.get("PATH", ""))
         for playbook, extra in JOBS:
             runner = ansible_runner.run(
-                private_data_dir=pdd, playbook=playbook, inventory=os.environ["MOLECULE_INVENTORY_FILE"],
+                private_data_dir=pdd, playbook=playbook, inventory=inventory,
                 extravars=dict(extra, target=",".join(NODES)),
                 envvars={"ANSIBLE_COLLECTIONS_PATH": collections, "ANSIBLE_NOCOLOR": "1"},
                 quiet=True, timeout=900)
