@@ -84,6 +84,26 @@ def test_a_stage_rerun_defaults_to_make_name(tmp_path):
     assert '===== re-run just this stage: make test-unit' in run.stdout
 
 
+
+def test_the_summary_ends_with_the_failing_tests_and_tasks(tmp_path):
+    # A CI page keeps the run's last lines: they must name what failed, not
+    # only the stage (a verify stage of 35 tests said "Verifier tests failed").
+    times = tmp_path / 'times.tsv'
+    env = {'NG_STAGE_TIMES': str(times), 'NG_STAGE_QUIET': '1'}
+    output = ('echo "tests/x.py::test_ok PASSED"; '
+              'echo "fatal: [ng-trixie]: FAILED! => {\\"msg\\": \\"no\\"}"; '
+              'echo "E       AssertionError: start-limit-hit"; '
+              'for i in $(seq 1 200); do echo noise$i; done; '
+              'echo "FAILED tests/x.py::test_limit[podman://ng-trixie] - AssertionError: start-limit-hit"; exit 1')
+    assert _run([STAGE, 'molecule-x', 'bash', '-c', output], **env).returncode == 1
+    assert _run([STAGE, 'lint', 'bash', '-c', 'echo "FAILED a.py::b - old"; true'], **env).returncode == 0
+    summary = _run([SUMMARY], **env).stdout
+    listing = summary.split('failed in molecule-x:\n', 1)[1].splitlines()
+    assert listing == ['    fatal: [ng-trixie]: FAILED! => {"msg": "no"}',
+                       '    E       AssertionError: start-limit-hit',
+                       '    FAILED tests/x.py::test_limit[podman://ng-trixie] - AssertionError: start-limit-hit']
+    assert 'failed in lint' not in summary and 'PASSED' not in summary
+
 LANES = os.path.join(REPO, '.ci', 'lanes')
 
 
