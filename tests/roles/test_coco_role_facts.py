@@ -1,0 +1,180 @@
+# -*- coding: utf-8 -*-
+"""coco's facts (tasks/facts.yml) through ansible-playbook (local connection)
+on a real config, with the real containerd binaries found in PATH: what the
+role works out in its one set_fact (placement, handlers, the runtime entries,
+what the payload must hold, the drop-ins it wants, whether anything of coco is
+on the node, the Kubernetes labelling), and its one check: a node without a
+config, or bad input, is refused with the reason before anything is written.
+
+coco_state absent on a node coco never touched: the role reads the node and
+has nothing to undo, so the run writes nothing (no systemd here: coco_flush
+is off).
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import COLLECTIONS_ROOT, CONTAINERD_2, REPO, read
+
+PLAY = '''
+- name: coco, local
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: The role
+      block:
+        - name: Run coco
+          ansible.builtin.include_role:
+            name: nodeguard.containerd.coco
+          vars: {role_vars}
+        - name: Note success
+          ansible.builtin.set_fact:
+            test_failure: ""
+      rescue:
+        - name: Keep the failure message
+          ansible.builtin.set_fact:
+            test_failure: "{{{{ ansible_failed_result.msg | default('failed') }}}}"
+    - name: What the test reads
+      ansible.builtin.copy:
+        dest: {out}
+        mode: "0644"
+        content: "{{{{ {{'failure': test_failure, 'facts': {{
+          'placement': __coco_placement | default(none), 'ctd_major': __coco_ctd_major | default(none),
+          'config_version': __coco_config_version | default(none),
+          'images_table': __coco_images_table | default(none), 'runtimes_table': __coco_runtimes_table | default(none),
+          'runtimes': __coco_runtimes | default(none), 'handlers': coco_handlers | default(none),
+          'entries': __coco_runtime_entries | default(none), 'required': __coco_payload_required | default(none),
+          'dropins': __coco_dropins_wanted | default(none), 'anything': __coco_anything_on_node | default(none),
+          'complete': __coco_complete_on_node | default(none), 'kube': __coco_kube | default(none),
+          'start': __coco_node_start | default(none), 'node': __coco_node | default(none)}}}} | to_json }}}}"
+'''
+
+KUBE_DEFAULTS = ['/etc/kubernetes/admin.conf', '/etc/kubernetes/kubelet.conf']
+
+
+def run_coco(workdir, path, role_vars, containerd_dir=None):
+    out = os.path.join(workdir, 'out.json')
+    base = dict(coco_state='absent', coco_config_path=path, coco_state_dir=os.path.join(workdir, 'state'),
+                coco_dropin_dir=os.path.join(workdir, 'etc', 'config.toml.d'),
+                coco_install_dir=os.path.join(workdir, 'opt', 'kata'),
+                coco_baseline_store=os.path.join(workdir, 'baselines'), coco_flush=False, coco_kubernetes='false')
+    base.update(role_vars)
+    play = os.path.join(workdir, 'play.yml')
+    with open(play, 'w') as f:
+        f.write(PLAY.format(out=out, role_vars=json.dumps(base)))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
+               ANSIBLE_NOCOLOR='1')
+    if containerd_dir:
+        env['PATH'] = containerd_dir + os.pathsep + env.get('PATH', '')
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
+                           '-e', 'ansible_python_interpreter=' + sys.executable, play],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    changed = [t.split(']', 1)[0] for t in proc.stdout.split('\nTASK [')[1:] if '\nchanged: ' in t]
+    assert changed == ['What the test reads'], changed
+    return json.loads(read(out))
+
+
+def tree(workdir):
+    """Every file under workdir but the play and its output, with its hash: what a run wrote."""
+    out = {}
+    for folder, _dirs, files in os.walk(workdir):
+        for name in files:
+            full = os.path.join(folder, name)
+            if name not in ('play.yml', 'out.json'):
+                out[full] = hashlib.sha256(open(full, 'rb').read()).hexdigest()
+    return out
+
+
+def test_containerd_1x_puts_the_handlers_into_config_toml(workdir, config):
+    path = config('v2_debian_stock.toml')
+    kubectl = os.path.join(workdir, 'bin', 'kubectl')
+    os.makedirs(os.path.dirname(kubectl))
+    with open(kubectl, 'w') as f:
+        f.write('#!/bin/sh\nexit 0\n')
+    os.chmod(kubectl, 0o755)
+    kubeconfig = os.path.join(workdir, 'kubelet.conf')
+    with open(kubeconfig, 'w') as f:
+        f.write('apiVersion: v1\n')
+    before = tree(workdir)
+    res = run_coco(workdir, path, dict(
+        coco_runtime_classes=['kata-qemu', {'name': 'kata-clh', 'shim': 'clh', 'snapshotter': 'nydus', 'probe': True},
+                              {'name': 'kata-qemu-tdx', 'runtime_path': '/usr/bin/shim-tdx'}],
+        coco_kubernetes='auto', coco_kubectl=kubectl,
+        coco_kubeconfig=[os.path.join(workdir, 'admin.conf'), kubeconfig], coco_node_name='node-7'))
+    assert res['failure'] == ''
+    facts = res['facts']
+    kata = os.path.join(workdir, 'opt', 'kata')
+    shim = kata + '/bin/containerd-shim-kata-v2'
+    conf = kata + '/share/defaults/kata-containers/configuration-%s.toml'
+    assert (facts['placement'], int(facts['ctd_major']), int(facts['config_version'])) == ('config', 1, 2)
+    assert facts['images_table'] == 'plugins."io.containerd.grpc.v1.cri".containerd'
+    assert facts['runtimes_table'] == 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes'
+    assert facts['runtimes'] == [
+        dict(name='kata-qemu', shim='qemu', runtime_type='io.containerd.kata-qemu.v2', runtime_path=shim,
+             config_path=conf % 'qemu', snapshotter='', probe=True),
+        dict(name='kata-clh', shim='clh', runtime_type='io.containerd.kata-clh.v2', runtime_path=shim,
+             config_path=conf % 'clh', snapshotter='nydus', probe=True),
+        dict(name='kata-qemu-tdx', shim='qemu-tdx', runtime_type='io.containerd.kata-qemu-tdx.v2',
+             runtime_path='/usr/bin/shim-tdx', config_path=conf % 'qemu-tdx', snapshotter='', probe=False)]
+    assert facts['handlers'] == [dict(name='kata-qemu', probe=True), dict(name='kata-clh', probe=True),
+                                 dict(name='kata-qemu-tdx', probe=False)]
+    assert facts['entries'][1] == dict(
+        name='kata-clh', runtime_type='io.containerd.kata-clh.v2', runtime_path=shim, inherit='none',
+        settings=dict(privileged_without_host_devices=True, pod_annotations=['io.katacontainers.*'], snapshotter='nydus'),
+        options=dict(ConfigPath=conf % 'clh'))
+    assert 'snapshotter' not in facts['entries'][0]['settings']
+    # the shim(s), then each configuration, once each
+    assert facts['required'] == [shim, '/usr/bin/shim-tdx', conf % 'qemu', conf % 'clh', conf % 'qemu-tdx']
+    assert facts['dropins'] == [os.path.join(workdir, 'etc', 'config.toml.d', 'nydus-snapshotter.toml')]
+    assert facts['anything'] is False and facts['complete'] is False
+    assert facts['kube'] == dict(enabled=True, reason='', kubectl=kubectl, kubeconfig=kubeconfig, node='node-7')
+    # the start of the run, kept for the rescue's comparison
+    assert facts['start'] == facts['node'] and facts['start']['config_exists'] is True
+    assert tree(workdir) == before
+
+
+def test_containerd_2x_puts_them_into_a_dropin_and_says_why_labels_are_skipped(workdir, config):
+    path = config('v3_default.toml')
+    res = run_coco(workdir, path, dict(coco_kubernetes='auto', coco_kubectl=os.path.join(workdir, 'no-kubectl'),
+                                       coco_nydus_enabled=False),
+                   containerd_dir=os.path.dirname(CONTAINERD_2))
+    assert res['failure'] == ''
+    facts = res['facts']
+    assert (facts['placement'], int(facts['ctd_major']), int(facts['config_version'])) == ('dropin', 2, 3)
+    assert facts['images_table'] == 'plugins."io.containerd.cri.v1.images"'
+    assert facts['runtimes_table'] == 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes'
+    assert facts['dropins'] == [os.path.join(workdir, 'etc', 'config.toml.d', 'nodeguard-coco-runtimes.toml')]
+    assert [h['name'] for h in facts['handlers']] == ['kata-qemu', 'kata-qemu-coco-dev', 'kata-qemu-tdx', 'kata-qemu-snp']
+    assert facts['kube']['enabled'] is False
+    assert facts['kube']['reason'] == 'no kubectl (%s) on the node' % os.path.join(workdir, 'no-kubectl')
+
+
+def test_a_node_without_a_config_is_refused_naming_the_file_and_the_fix(workdir):
+    path = os.path.join(workdir, 'etc', 'config.toml')
+    res = run_coco(workdir, path, {})
+    assert res['failure'].startswith(path + ' does not exist or cannot be read on localhost.'), res['failure']
+    assert 'playbooks/restore.yml' in res['failure']
+    assert not os.path.exists(path) and not os.path.exists(os.path.join(workdir, 'state'))
+
+
+@pytest.mark.parametrize('role_vars, named', [
+    (dict(coco_runtime_classes=['kata qemu']), "runtime classes ['kata qemu']"),
+    (dict(coco_runtime_classes=['kata-qemu', 'kata-qemu']), "runtime classes ['kata-qemu', 'kata-qemu']"),
+    (dict(coco_placement='dropin'), "placement dropin (coco_placement=dropin; 'dropin' needs containerd 2.x"),
+    (dict(coco_install_dir='/opt'), "coco_install_dir '/opt'"),
+])
+def test_bad_input_is_refused_before_any_write(workdir, config, role_vars, named):
+    path = config('v2_debian_stock.toml')
+    before = tree(workdir)
+    res = run_coco(workdir, path, role_vars)
+    assert res['failure'].startswith('coco cannot run on localhost: containerd 1.6'), res['failure']
+    assert named in res['failure'], res['failure']
+    assert res['facts']['node']['config_exists'] is True
+    assert tree(workdir) == before
