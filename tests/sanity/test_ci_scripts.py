@@ -90,19 +90,26 @@ def test_the_summary_ends_with_the_failing_tests_and_tasks(tmp_path):
     # only the stage (a verify stage of 35 tests said "Verifier tests failed").
     times = tmp_path / 'times.tsv'
     env = {'NG_STAGE_TIMES': str(times), 'NG_STAGE_QUIET': '1'}
-    output = ('echo "tests/x.py::test_ok PASSED"; '
-              'echo "fatal: [ng-trixie]: FAILED! => {\\"msg\\": \\"no\\"}"; '
-              'echo "E       AssertionError: start-limit-hit"; '
-              'for i in $(seq 1 200); do echo noise$i; done; '
-              'echo "FAILED tests/x.py::test_limit[podman://ng-trixie] - AssertionError: start-limit-hit"; exit 1')
+    lines = ['tests/x.py::test_ok PASSED',
+             'fatal: [ng-trixie]: FAILED! => {"msg": "no"}',
+             # the reason comes after a long command line: kept, the command line not
+             'fatal: [ng-ctd21]: FAILED! => {"cmd": "%s", "msg": "non-zero return code", "rc": 1, '
+             '"stderr": "containerd is \\"activating\\""}' % ('x' * 600),
+             'E       AssertionError: start-limit-hit']
+    lines += ['noise%d' % i for i in range(200)]
+    lines += ['FAILED tests/x.py::test_limit[podman://ng-trixie] - AssertionError: start-limit-hit']
+    (tmp_path / 'out.txt').write_text('\n'.join(lines) + '\n')
+    output = 'cat %s; exit 1' % (tmp_path / 'out.txt')
     assert _run([STAGE, 'molecule-x', 'bash', '-c', output], **env).returncode == 1
     assert _run([STAGE, 'lint', 'bash', '-c', 'echo "FAILED a.py::b - old"; true'], **env).returncode == 0
     summary = _run([SUMMARY], **env).stdout
     listing = summary.split('failed in molecule-x:\n', 1)[1].splitlines()
-    assert listing == ['    fatal: [ng-trixie]: FAILED! => {"msg": "no"}',
+    assert listing == ['    fatal: [ng-trixie] "msg": "no"',
+                       '    fatal: [ng-ctd21] "msg": "non-zero return code" "stderr": "containerd is \\"activating\\""',
                        '    E       AssertionError: start-limit-hit',
                        '    FAILED tests/x.py::test_limit[podman://ng-trixie] - AssertionError: start-limit-hit']
     assert 'failed in lint' not in summary and 'PASSED' not in summary
+
 
 LANES = os.path.join(REPO, '.ci', 'lanes')
 
