@@ -84,7 +84,6 @@ def test_a_stage_rerun_defaults_to_make_name(tmp_path):
     assert '===== re-run just this stage: make test-unit' in run.stdout
 
 
-
 def test_the_summary_ends_with_the_failing_tests_and_tasks(tmp_path):
     # A CI page keeps the run's last lines: they must name what failed, not
     # only the stage (a verify stage of 35 tests said "Verifier tests failed").
@@ -95,7 +94,10 @@ def test_the_summary_ends_with_the_failing_tests_and_tasks(tmp_path):
              # the reason comes after a long command line: kept, the command line not
              'fatal: [ng-ctd21]: FAILED! => {"cmd": "%s", "msg": "non-zero return code", "rc": 1, '
              '"stderr": "containerd is \\"activating\\""}' % ('x' * 600),
-             'E       AssertionError: start-limit-hit']
+             'E       AssertionError: start-limit-hit',
+             # ansible-test sanity
+             'ERROR: Found 1 pep8 issue(s) which need to be resolved:',
+             'ERROR: tests/x.py:88:1: E303: too many blank lines (3)']
     lines += ['noise%d' % i for i in range(200)]
     lines += ['FAILED tests/x.py::test_limit[podman://ng-trixie] - AssertionError: start-limit-hit']
     (tmp_path / 'out.txt').write_text('\n'.join(lines) + '\n')
@@ -107,6 +109,7 @@ def test_the_summary_ends_with_the_failing_tests_and_tasks(tmp_path):
     assert listing == ['    fatal: [ng-trixie] "msg": "no"',
                        '    fatal: [ng-ctd21] "msg": "non-zero return code" "stderr": "containerd is \\"activating\\""',
                        '    E       AssertionError: start-limit-hit',
+                       '    ERROR: tests/x.py:88:1: E303: too many blank lines (3)',
                        '    FAILED tests/x.py::test_limit[podman://ng-trixie] - AssertionError: start-limit-hit']
     assert 'failed in lint' not in summary and 'PASSED' not in summary
 
