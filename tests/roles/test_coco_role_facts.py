@@ -14,48 +14,28 @@ is off).
 import hashlib
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import COLLECTIONS_ROOT, CONTAINERD_2, REPO, read
+from conftest import CONTAINERD_2, read
+from role_play import role_tasks, run_playbook
 
+# the play's head; role_play.role_tasks() adds the role and what the test reads
 PLAY = '''
 - name: coco, local
   hosts: localhost
   connection: local
   gather_facts: false
-  tasks:
-    - name: The role
-      block:
-        - name: Run coco
-          ansible.builtin.include_role:
-            name: nodeguard.containerd.coco
-          vars: {role_vars}
-        - name: Note success
-          ansible.builtin.set_fact:
-            test_failure: ""
-      rescue:
-        - name: Keep the failure message
-          ansible.builtin.set_fact:
-            test_failure: "{{{{ ansible_failed_result.msg | default('failed') }}}}"
-    - name: What the test reads
-      ansible.builtin.copy:
-        dest: {out}
-        mode: "0644"
-        content: "{{{{ {{'failure': test_failure, 'facts': {{
-          'placement': __coco_placement | default(none), 'ctd_major': __coco_ctd_major | default(none),
-          'config_version': __coco_config_version | default(none),
-          'images_table': __coco_images_table | default(none), 'runtimes_table': __coco_runtimes_table | default(none),
-          'runtimes': __coco_runtimes | default(none), 'handlers': coco_handlers | default(none),
-          'entries': __coco_runtime_entries | default(none), 'required': __coco_payload_required | default(none),
-          'dropins': __coco_dropins_wanted | default(none), 'anything': __coco_anything_on_node | default(none),
-          'complete': __coco_complete_on_node | default(none), 'kube': __coco_kube | default(none),
-          'start': __coco_node_start | default(none), 'node': __coco_node | default(none)}}}} | to_json }}}}"
 '''
-
-KUBE_DEFAULTS = ['/etc/kubernetes/admin.conf', '/etc/kubernetes/kubelet.conf']
+READS = ("'facts': {"
+         "'placement': __coco_placement | default(none), 'ctd_major': __coco_ctd_major | default(none), "
+         "'config_version': __coco_config_version | default(none), "
+         "'images_table': __coco_images_table | default(none), 'runtimes_table': __coco_runtimes_table | default(none), "
+         "'runtimes': __coco_runtimes | default(none), 'handlers': coco_handlers | default(none), "
+         "'entries': __coco_runtime_entries | default(none), 'required': __coco_payload_required | default(none), "
+         "'dropins': __coco_dropins_wanted | default(none), 'anything': __coco_anything_on_node | default(none), "
+         "'complete': __coco_complete_on_node | default(none), 'kube': __coco_kube | default(none), "
+         "'start': __coco_node_start | default(none), 'node': __coco_node | default(none)}")
 
 
 def run_coco(workdir, path, role_vars, containerd_dir=None):
@@ -65,16 +45,7 @@ def run_coco(workdir, path, role_vars, containerd_dir=None):
                 coco_install_dir=os.path.join(workdir, 'opt', 'kata'),
                 coco_baseline_store=os.path.join(workdir, 'baselines'), coco_flush=False, coco_kubernetes='false')
     base.update(role_vars)
-    play = os.path.join(workdir, 'play.yml')
-    with open(play, 'w') as f:
-        f.write(PLAY.format(out=out, role_vars=json.dumps(base)))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
-               ANSIBLE_NOCOLOR='1')
-    if containerd_dir:
-        env['PATH'] = containerd_dir + os.pathsep + env.get('PATH', '')
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
-                           '-e', 'ansible_python_interpreter=' + sys.executable, play],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    proc = run_playbook(workdir, PLAY + role_tasks('coco', base, out, READS), containerd_dir)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     changed = [t.split(']', 1)[0] for t in proc.stdout.split('\nTASK [')[1:] if '\nchanged: ' in t]
     assert changed == ['What the test reads'], changed

@@ -17,15 +17,15 @@ that does not exist.
 
 import json
 import os
-import subprocess
-import sys
 
 import tomlkit
 
-from conftest import COLLECTIONS_ROOT, CONTAINERD_17, REPO, assert_containerd_accepts, read
+from conftest import CONTAINERD_17, assert_containerd_accepts, read
+from role_play import role_tasks, run_playbook
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
 
+# the play's head; role_play.role_tasks() adds the role and what the test reads
 PLAY = '''
 - name: gpu_toolkit, local
   hosts: localhost
@@ -46,28 +46,6 @@ PLAY = '''
       path: {decoy}/config.toml
       state_dir: {decoy}/state
       containerd_bin: /usr/bin/containerd
-  tasks:
-    - name: The role
-      block:
-        - name: Run gpu_toolkit
-          ansible.builtin.include_role:
-            name: nodeguard.containerd.gpu_toolkit
-          vars: {role_vars}
-        - name: Note success
-          ansible.builtin.set_fact:
-            test_failure: ""
-      rescue:
-        - name: Keep the failure message
-          ansible.builtin.set_fact:
-            test_failure: "{{{{ ansible_failed_result.msg | default('failed') }}}}"
-    - name: What the test reads
-      ansible.builtin.copy:
-        dest: {out}
-        mode: "0644"
-        content: "{{{{ {{'failure': test_failure, 'added': __gpu_toolkit_added | default({{}}),
-          'removed': __gpu_toolkit_removed | default({{}}),
-          'cdi_restored': __gpu_toolkit_cdi_restored | default({{}}),
-          'info': __gpu_toolkit_info | default({{}})}} | to_json }}}}"
 '''
 
 
@@ -92,20 +70,15 @@ def run_role(workdir, path, role_vars, extra_play_vars=None, containerd_dir=None
         os.remove(out)
     text = PLAY.format(path=path, state=os.path.join(workdir, 'state'), store=os.path.join(workdir, 'baselines'),
                        binary=os.path.join(workdir, 'bin', 'nvidia-container-runtime'),
-                       decoy=os.path.join(workdir, 'decoy'), out=out, role_vars=json.dumps(role_vars))
+                       decoy=os.path.join(workdir, 'decoy'))
     if extra_play_vars:
         text = text.replace('    gpu_toolkit_flush: false\n', '    gpu_toolkit_flush: false\n' + ''.join(
             '    %s: %s\n' % (k, json.dumps(v)) for k, v in extra_play_vars.items()))
-    play = os.path.join(workdir, 'play.yml')
-    with open(play, 'w') as f:
-        f.write(text)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
-               ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
-    if containerd_dir:
-        env['PATH'] = containerd_dir + os.pathsep + env.get('PATH', '')
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
-                           '-e', 'ansible_python_interpreter=' + sys.executable, play],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    text += role_tasks('gpu_toolkit', role_vars, out, "'added': __gpu_toolkit_added | default({}), "
+                       "'removed': __gpu_toolkit_removed | default({}), "
+                       "'cdi_restored': __gpu_toolkit_cdi_restored | default({}), "
+                       "'info': __gpu_toolkit_info | default({})")
+    proc = run_playbook(workdir, text, containerd_dir)
     tasks, _sep, handlers = proc.stdout.partition('\nRUNNING HANDLER [')
     handler_ran = 'nodeguard.containerd.gpu_toolkit : Restart containerd once' in handlers
     if handler_ran:

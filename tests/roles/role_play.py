@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+"""One role of the collection through ansible-playbook (local connection), as the role tests run it.
+
+role_tasks() is the tasks part of the play: the role in a block whose rescue
+keeps the failure message, then one copy task that writes what the test reads
+(the failure and the given facts, as JSON). run_playbook() runs a play with the
+checkout's collection and ansible.cfg, optionally with another containerd
+first in PATH.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import COLLECTIONS_ROOT, REPO
+
+TASKS = '''  tasks:
+    - name: The role
+      block:
+        - name: Run {role}
+          ansible.builtin.include_role:
+            name: nodeguard.containerd.{role}
+          vars: {role_vars}
+        - name: Note success
+          ansible.builtin.set_fact:
+            test_failure: ""
+      rescue:
+        - name: Keep the failure message
+          ansible.builtin.set_fact:
+            test_failure: "{{{{ ansible_failed_result.msg | default('failed') }}}}"
+    - name: What the test reads
+      ansible.builtin.copy:
+        dest: {out}
+        mode: "0644"
+        content: "{{{{ {{'failure': test_failure, {reads}}} | to_json }}}}"
+'''
+
+
+def role_tasks(role, role_vars, out, reads):
+    """The play's tasks: role (its short name) with role_vars; out gets {'failure': ..., **reads}.
+
+    reads: the rest of the written dict as Jinja text, e.g. "'info': __x_info | default({})".
+    """
+    return TASKS.format(role=role, role_vars=json.dumps(role_vars), out=out, reads=reads)
+
+
+def run_playbook(workdir, text, containerd_dir=None):
+    """Write text as workdir/play.yml and run it on localhost with the test's interpreter; the process."""
+    play = os.path.join(workdir, 'play.yml')
+    with open(play, 'w') as f:
+        f.write(text)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
+               ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
+    if containerd_dir:
+        env['PATH'] = containerd_dir + os.pathsep + env.get('PATH', '')
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
+                           '-e', 'ansible_python_interpreter=' + sys.executable, play],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
