@@ -34,10 +34,14 @@ def baseline_check(module, path, store, name):
     """containerd_baseline state=check of baseline store/name against path, as that module would return it.
 
     The module's own parameters stand in for its options (lock_timeout,
-    validate, containerd_bin, containerd_version); protect and load_test
-    keep containerd_baseline's defaults. A failed check is a result too.
+    validate, containerd_bin, containerd_version); protect keeps
+    containerd_baseline's default. No load test: the drift is read from the
+    file and containerd's ``config dump`` of it, and the readiness checks ask
+    the running containerd itself (containerd_active, cri_plugin), so starting
+    a second one on the file would cost its start-up and tell the report
+    nothing. A failed check is a result too.
     """
-    result, failed = run_state(module, 'check', store, name, os.path.abspath(path))
+    result, failed = run_state(module, 'check', store, name, os.path.abspath(path), load_test=False)
     if failed:
         result['failed'] = True
     return result

@@ -132,3 +132,30 @@ def test_a_given_result_wins(run_module, node, store):
     entry = check(run_module, n, check_drift=True, fail=False, baseline_name=BASELINE, baseline_store=store,
                   drift_result={'changed': False, 'protected_drift': []})[1]['by_name']['baseline_drift']
     assert entry['status'] == 'pass', entry
+
+
+def test_the_drift_check_starts_no_second_containerd(run_module, node, store, workdir):
+    """The running containerd is the readiness check's load test: the drift check asks only for a config dump.
+
+    Every call of the containerd binary the module makes is logged by a
+    wrapper (with ctr beside it, as on a node, so a load test could run): a
+    ``--version`` or a ``config dump``, never a daemon started on the file.
+    """
+    n = node()
+    snapshot(run_module, n, store)
+    bin_dir = os.path.join(workdir, 'logged-bin')
+    os.makedirs(bin_dir)
+    calls = os.path.join(workdir, 'containerd-calls')
+    wrapper = os.path.join(bin_dir, 'containerd')
+    with open(wrapper, 'w') as f:
+        f.write('#!/bin/sh\nprintf "%%s\\n" "$*" >> %s\nexec %s "$@"\n' % (calls, n['binary']))
+    os.chmod(wrapper, 0o755)
+    os.symlink(os.path.join(os.path.dirname(n['binary']), 'ctr'), os.path.join(bin_dir, 'ctr'))
+    report = check(run_module, dict(n, binary=wrapper), check_drift=True, fail=False, baseline_name=BASELINE,
+                   baseline_store=store)[1]
+    assert report['by_name']['baseline_drift']['status'] == 'pass', report['by_name']['baseline_drift']
+    with open(calls) as f:
+        logged = f.read().splitlines()
+    assert any(line.endswith('config dump') for line in logged), logged
+    started = [line for line in logged if not (line.endswith('config dump') or line in ('--version', '-v'))]
+    assert started == [], started

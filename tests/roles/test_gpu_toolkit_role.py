@@ -17,6 +17,7 @@ that does not exist.
 
 import json
 import os
+import re
 
 import tomlkit
 
@@ -80,7 +81,9 @@ def run_role(workdir, path, role_vars, extra_play_vars=None, containerd_dir=None
                        "'info': __gpu_toolkit_info | default({})")
     proc = run_playbook(workdir, text, containerd_dir)
     tasks, _sep, handlers = proc.stdout.partition('\nRUNNING HANDLER [')
-    handler_ran = 'nodeguard.containerd.gpu_toolkit : Restart containerd once' in handlers
+    # an include_tasks handler says "included" when it runs, "skipping" when its condition is false
+    handler_ran = re.search(r'nodeguard\.containerd\.gpu_toolkit : Restart containerd once[^\n]*\n(?!skipping)',
+                            handlers) is not None
     if handler_ran:
         assert proc.returncode == 2 and 'fatal: [localhost]' in handlers, proc.stdout[-4000:]
     else:
@@ -243,3 +246,20 @@ def test_a_cdi_key_containerd_does_not_know_refuses_the_whole_set_before_any_cha
     assert read(path) == original
     assert records(workdir, path) == []
     assert_untouched_decoy(workdir)
+
+
+def test_the_handler_leaves_the_restart_to_the_playbook_when_told(workdir, config):
+    """gpu_toolkit_restart_handler: false (playbooks/site.yml): the change is made, the handler restarts nothing.
+
+    The playbook restarts containerd itself afterwards, with the checks in the
+    same module call; a handler restart before it would be a second module run.
+    """
+    path = config('v2_kubeadm.toml')
+    stand_in(workdir)
+    changed, res, out, restarted = run_role(workdir, path, dict(gpu_toolkit_state='present'),
+                                            extra_play_vars={'gpu_toolkit_restart_handler': False})
+    assert not res['failure'], res['failure']
+    assert (changed, restarted) == (2, False), out[-3000:]
+    assert 'nvidia' in cri(path)['containerd']['runtimes']
+    assert re.search(r'RUNNING HANDLER \[nodeguard\.containerd\.gpu_toolkit : Restart containerd once[^\n]*\n'
+                     r'skipping: \[localhost\]', out), out[-3000:]
