@@ -208,8 +208,10 @@ options:
       - Run the C(baseline_drift) check. Without O(drift_result), this module compares O(path) with the baseline
         O(baseline_name) in O(baseline_store) itself, with the code of M(nodeguard.containerd.containerd_baseline)
         O(nodeguard.containerd.containerd_baseline#module:state=check) and its default
-        O(nodeguard.containerd.containerd_baseline#module:protect) and
-        O(nodeguard.containerd.containerd_baseline#module:load_test) (one module call instead of two).
+        O(nodeguard.containerd.containerd_baseline#module:protect) (one module call instead of two), without
+        its O(nodeguard.containerd.containerd_baseline#module:load_test) (no second containerd is started on
+        the file: the drift is read from the file and its C(config dump), and the other checks ask the running
+        containerd).
     type: bool
     default: false
   drift_result:
