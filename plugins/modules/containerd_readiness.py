@@ -210,7 +210,7 @@ options:
         O(nodeguard.containerd.containerd_baseline#module:state=check) and its default
         O(nodeguard.containerd.containerd_baseline#module:protect) (one module call instead of two), without
         its O(nodeguard.containerd.containerd_baseline#module:load_test) (no second containerd is started on
-        the file: the drift is read from the file and its C(config dump), and the other checks ask the running
+        the file; the drift is read from the file and its C(config dump), and the other checks ask the running
         containerd).
     type: bool
     default: false

@@ -99,8 +99,8 @@ def test_one_piece_is_not_split_and_no_imports_make_no_imports_part():
     assert EditSet([], [], RUNTIMES[:1], 'coco', 'absent').parts is None
     assert kinds(EditSet([], SETTINGS[:1], RUNTIMES[:1], 'coco', 'present')) == ['settings', 'runtimes']
     assert EditSet([CONF_D + '/a.toml'], SETTINGS, RUNTIMES, 'coco', 'present', piece=True).parts is None
-    assert EditSet([], [], [], 'coco', 'present', None).imports_params == dict(imports=[], owner='coco',
-                                                                            state='present')
+    bare = EditSet([], [], [], 'coco', 'present', None)
+    assert bare.imports_params == dict(imports=[], owner='coco', state='present')
 
 
 @pytest.mark.parametrize('state', ['present', 'absent'])
