@@ -21,10 +21,20 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import read_bytes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+    ConfigDocument,
+    ConfigError,
+    TomlParseError,
+    parse_toml,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._dropin import remove_all, write
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import transaction_result, unique_in_order
-from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import apply_imports
+from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import (
+    apply_imports,
+    refuse_plugin_override,
+)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import resolve_import
 from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import RuntimeBatch, batch_entries
 from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit import SettingBatch, setting_entries
 
@@ -133,6 +143,32 @@ def dropins_of(params):
     return out
 
 
+def refuse_overrides_first(ctx, params, dropins):
+    """Before any file is written: refuse a drop-in of this call whose new import would replace a plugin table
+    of config.toml (containerd 1.x), with the imports edit's own message.
+
+    The imports edit checks it too, but only after the drop-ins are on disk
+    (and in check mode, which writes none, it never sees their content).
+    """
+    pending = {}
+    for one in dropins:
+        try:
+            pending[one['dropin']] = parse_toml(one['content'])
+        except TomlParseError:
+            pass  # the drop-in's own write names the parse error, before anything is written
+    raw = read_bytes(params['path'])
+    if not pending or not params['imports'] or raw is None:
+        return
+    try:
+        doc = ConfigDocument(params['path'], raw.decode('utf-8'))
+    except (ConfigError, UnicodeDecodeError):
+        return  # the transaction names what is wrong with config.toml, before anything is written
+    listed = set(resolve_import(e, doc.path) for e in doc.data.get('imports') or [] if isinstance(e, str))
+    for entry in params['imports']:
+        if resolve_import(entry, doc.path) not in listed:  # as the imports edit: only entries it adds
+            refuse_plugin_override(doc, entry, ctx.containerd_version, pending)
+
+
 def apply_set(module, ctx):
     """containerd_config's run: the module's result (a failure fails the module, naming what was written)."""
     params = module.params
@@ -143,6 +179,7 @@ def apply_set(module, ctx):
     diffs = []
 
     if state == 'present':
+        refuse_overrides_first(ctx, params, dropins)
         result['dropins'] = [write(module, ctx, one) for one in dropins]
         for each in result['dropins']:
             _take_diff(each, diffs)

@@ -350,16 +350,17 @@ def _version_text(containerd_ver, doc):
     return 'containerd 1.x (assumed: the version is unknown and %s is config version %d)' % (doc.path, doc.version)
 
 
-def plugin_overrides(doc, entry, containerd_ver):
+def plugin_overrides(doc, entry, containerd_ver, pending=None):
     """Plugin tables of the main config that importing entry would replace whole.
 
     Returns [(file, plugin id, [what would be lost])] - empty on containerd
-    2.x, which merges plugin tables.
+    2.x, which merges plugin tables.  pending maps drop-ins not written yet
+    (absolute path: parsed data) to what they will hold.
     """
     if not replaces_plugin_tables(containerd_ver, doc.version):
         return []
     main_plugins = doc.data.get('plugins') or {}
-    files, _problems = load_tree(doc.path, {'imports': [entry]})
+    files, _problems = load_tree(doc.path, {'imports': [entry]}, overrides=pending)
     out = []
     for path, data in files[1:]:
         for plugin_id, table in sorted((data.get('plugins') or {}).items()):
@@ -370,6 +371,13 @@ def plugin_overrides(doc, entry, containerd_ver):
                 if lost:
                     out.append((path, plugin_id, lost))
     return out
+
+
+def refuse_plugin_override(doc, entry, containerd_ver, pending=None):
+    """The refusal (a ConfigError) when importing entry would replace a plugin table of doc (containerd 1.x)."""
+    overrides = plugin_overrides(doc, entry, containerd_ver, pending)
+    if overrides:
+        raise _override_error(doc, entry, overrides, containerd_ver)
 
 
 def old_cri_dropins(doc, entry):
@@ -513,9 +521,7 @@ def apply_imports(doc, ledger, ctx, params):
             if not params.get('allow_plugin_override'):
                 if containerd_ver is False:
                     containerd_ver = ctx.containerd_version
-                overrides = plugin_overrides(doc, entry, containerd_ver)
-                if overrides:
-                    raise _override_error(doc, entry, overrides, containerd_ver)
+                refuse_plugin_override(doc, entry, containerd_ver)
             for old in old_cri_dropins(doc, entry):
                 cri = doc.layout.cri_plugin
                 ctx.warn('%s is config version 2 and sets plugins."io.containerd.grpc.v1.cri", but %s is version %d '

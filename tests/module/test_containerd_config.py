@@ -123,7 +123,8 @@ def test_one_call_equals_the_four_modules_and_undoes_to_the_original(run_module,
     assert len(mine) == 3  # config.toml's, the drop-in's, the folder's
     assert mine == ledgers(other_state, os.path.dirname(other))
 
-    again = install(run_module, path, binary, version=version)
+    # the same call with its state spelled out (a string from the module's JSON arguments)
+    again = install(run_module, path, binary, version=version, state='present')
     assert not again['changed'] and not again['dropins'][0]['changed']
     assert same_text(path, other)
 
@@ -187,6 +188,8 @@ def test_an_import_of_a_file_nobody_writes_is_still_refused(run_module, config):
 @pytest.mark.parametrize('bad,where', [
     (dict(dropins=[dict(path='relative.toml', content='version = 2\n')]), 'dropins[0].path'),
     (dict(dropins=[dict(path='/etc/x/a.toml')]), 'dropins[0] (/etc/x/a.toml): state=present needs its content'),
+    (dict(state='present', dropins=[dict(path='/etc/x/b.toml')]),
+     'dropins[0] (/etc/x/b.toml): state=present needs its content'),
     (dict(settings=[dict(key='images.disable_snapshot_annotations')]), 'settings[0]'),
     (dict(runtimes=[dict(name='bad name!')]), 'runtimes[0]'),
 ])
@@ -237,6 +240,47 @@ def test_a_key_a_drop_in_decides_goes_there_and_the_rest_to_config_toml(run_modu
                       settings=[dict(key=s['key']) for s in settings], runtimes=[dict(name='nvidia')])
     assert gone['changed'] and gone['runtimes'][0]['removed']
     assert read(path, 'rb') == original and read(dropin, 'rb') == dropin_original
+
+
+def test_a_drop_in_with_its_import_then_the_drop_in_alone(run_module, config):
+    binary = binary_of('host')
+    path = config('v2_debian_stock.toml')
+    original = read(path, 'rb')
+    dropin = [dict(path=dropin_of(path), content=NYDUS % 2)]
+    res = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary, dropins=dropin,
+                     imports=[dropin_of(path)])
+    assert res['changed'] and res['imports']['added'] == [dropin_of(path)]
+    assert 'containerd-nydus-grpc.sock' in assert_containerd_accepts(path, binary)
+    # nothing for config.toml to do: no transaction, nothing changed
+    alone = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary, dropins=dropin)
+    assert not alone['changed'] and not alone['dropins'][0]['changed'] and 'imports' not in alone, alone
+    gone = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary, state='absent',
+                      dropins=[dict(path=dropin_of(path))], imports=[dropin_of(path)])
+    assert gone['changed'] and gone['dropins'][0]['removed']
+    assert read(path, 'rb') == original
+
+
+def test_a_drop_in_that_would_replace_the_cri_table_on_1_x_is_refused_before_it_is_written(run_module, config):
+    binary = binary_of('host')
+    path = config('v2_debian_stock.toml')
+    original = read(path, 'rb')
+    kata = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n'
+            '  runtime_type = "io.containerd.kata.v2"\n')
+    # refused before the drop-in is written, and in check mode (which writes no drop-in) alike
+    for check in (True, False):
+        res = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary,
+                         dropins=[dict(path=dropin_of(path), content=kata)], imports=[dropin_of(path)],
+                         check=check, expect_fail=True)
+        assert 'replaces the main config\'s plugins."io.containerd.grpc.v1.cri" table whole' in res['msg'], res
+        assert 'allow_plugin_override' in res['msg'] and 'Already written' not in res['msg'], res['msg']
+        assert res['key'] == 'imports'
+        assert read(path, 'rb') == original
+        assert not os.path.exists(os.path.dirname(dropin_of(path))), res['msg']
+    # containerd 2.x merges plugin tables: the same drop-in is fine there
+    path = config('v2_debian_stock.toml')
+    res = run_module('containerd_config', path=path, owner='coco', containerd_bin=binary_of('2'),
+                     dropins=[dict(path=dropin_of(path), content=kata)], imports=[dropin_of(path)])
+    assert res['changed'] and res['imports']['added'] == [dropin_of(path)]
 
 
 def test_an_entry_without_a_name_is_refused_by_the_argument_spec(run_module, config):
