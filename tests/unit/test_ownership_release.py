@@ -84,14 +84,15 @@ RUNC_WRITTEN_OUT = '''version = 2
 '''
 
 
-def test_a_written_out_runc_stays_while_another_runtime_needs_it_and_passes_to_its_owner(tmp_path):
+@pytest.mark.parametrize('other', ['nvidia', 'runsc'])  # sorting before and after runc
+def test_a_written_out_runc_stays_while_another_runtime_needs_it_and_passes_to_its_owner(tmp_path, other):
     """containerd 1.x: runc was written out beside kata (coco's builtin); nvidia (gpu's) still needs it."""
-    doc, ledger = doc_and_ledger(tmp_path, RUNC_WRITTEN_OUT)
+    doc, ledger = doc_and_ledger(tmp_path, RUNC_WRITTEN_OUT.replace('nvidia', other))
     ledger.add({'owner': 'coco', 'resource': 'runtime:kata', 'kind': 'table', 'path': RT + ('kata',)})
     ledger.add({'owner': 'coco', 'resource': 'runtime:kata', 'kind': 'builtin', 'path': RT + ('runc',)})
-    ledger.add({'owner': 'gpu', 'resource': 'runtime:nvidia', 'kind': 'table', 'path': RT + ('nvidia',)})
+    ledger.add({'owner': 'gpu', 'resource': 'runtime:nvidia', 'kind': 'table', 'path': RT + (other,)})
     # a newer record of another kind at the runtimes level does not make its owner the heir
-    ledger.add({'owner': 'ops', 'resource': 'setting:s', 'kind': 'section', 'path': RT + ('nvidia',)})
+    ledger.add({'owner': 'ops', 'resource': 'setting:s', 'kind': 'section', 'path': RT + (other,)})
     # the GPU case: gpu also set a key inside runc; that does not make runc a section of gpu's
     ledger.record_key('gpu', 'runtime:runc', RT + ('runc', 'runtime_type'), '"x"', '"io.containerd.runc.v2"')
     summary, warnings = released(doc, ledger, 'coco', 'runtime:kata')
