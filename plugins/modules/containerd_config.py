@@ -24,6 +24,10 @@ description:
   - O(state=absent) undoes this owner's O(runtimes), O(settings) and O(imports) in one transaction (prior values put
     back, tables this owner created deleted, others' changes kept), then removes each of O(dropins) that the ledger
     says O(owner) wrote and that nothing imports any more, and the drop-in folder O(owner) created once it is empty.
+  - A drop-in of O(dropins) whose new entry in O(imports) would replace a plugin table of C(config.toml) whole
+    (containerd 1.x replaces a plugin table from an import instead of merging it) is refused before any file is
+    written, in check mode too, with the same message as M(nodeguard.containerd.containerd_imports) gives. Write
+    such a change with O(settings) or O(runtimes) instead, or move to containerd 2.x, which merges plugin tables.
   - Every state in between is one containerd loads. When the settings and runtimes would not all be written to
     C(config.toml) (a key decided by a drop-in, see O(edit_in)), each is its own transaction, as separate calls
     would be.
