@@ -57,18 +57,30 @@ def test_probes_run_side_by_side_and_keep_their_results(tmp_path):
         assert any(c.startswith('start ') and 'tasks delete -f probe-%s' % n in c for c in calls), calls
 
 
-def test_at_most_four_at_once(tmp_path, monkeypatch):
-    ctr, log = fake_ctr(tmp_path, 0.6)
-    names = ['h%d' % i for i in range(6)]
-    monkeypatch.setattr(_readiness_probe, 'MAX_PARALLEL_PROBES', 4)
-    res = run_probes([probe(ctr, n) for n in names], timeout=30)
-    assert sorted(res) == sorted(names) and all(r['ok'] for r in res.values())
+def most_at_once(log):
+    """The largest number of probe containers running at one time, from the stand-in ctr's log."""
     running, most = 0, 0
     for line in log.read_text().splitlines():
         if ' run ' in line:
             running += 1 if line.startswith('start ') else -1
             most = max(most, running)
-    assert most == 4
+    return most
+
+
+def test_at_most_four_at_once(tmp_path):
+    # the limit itself: six handlers start four at once
+    ctr, log = fake_ctr(tmp_path, 0.6)
+    names = ['h%d' % i for i in range(6)]
+    res = run_probes([probe(ctr, n) for n in names], timeout=30)
+    assert sorted(res) == sorted(names) and all(r['ok'] for r in res.values())
+    assert most_at_once(log) == 4
+
+
+def test_the_limit_is_read_when_the_probes_start(tmp_path, monkeypatch):
+    ctr, log = fake_ctr(tmp_path, 0.4)
+    monkeypatch.setattr(_readiness_probe, 'MAX_PARALLEL_PROBES', 2)
+    res = run_probes([probe(ctr, 'h%d' % i) for i in range(5)], timeout=30)
+    assert len(res) == 5 and most_at_once(log) == 2
 
 
 def test_no_probes_no_threads():
@@ -154,67 +166,48 @@ def test_a_probe_keeps_the_last_2000_characters_of_its_output(tmp_path):
     assert res['stderr'] == 'E' * 2000
 
 
-def test_four_probes_at_most_by_default(tmp_path):
-    # the limit itself, not a patched one: six handlers start four at once
-    ctr, log = fake_ctr(tmp_path, 0.6)
-    run_probes([probe(ctr, 'h%d' % i) for i in range(6)], timeout=30)
-    running, most = 0, 0
-    for line in log.read_text().splitlines():
-        if ' run ' in line:
-            running += 1 if line.startswith('start ') else -1
-            most = max(most, running)
-    assert most == 4
-
-
 # ------------------------------------------------------------------ the probe image
 def image_opts(ctr):
     return dict(ctr=ctr, address='/run/x.sock', namespace='k8s.io', probe_image='localhost/ng-probe:latest')
 
 
-def test_a_present_image_is_not_imported(tmp_path):
+def probe_image_with_archive(tmp_path, *flags, images='', may_import=True):
+    """probe_image through the stand-in ctr, with an archive at hand; flags name its behaviours (import-fails)."""
     ctr = stateful_ctr(tmp_path)
-    (tmp_path / 'images').write_text('docker.io/library/pause:3\nlocalhost/ng-probe:latest\n')
+    for flag in flags:
+        (tmp_path / flag).write_text('')
+    (tmp_path / 'images').write_text(images)
     archive = tmp_path / 'probe.tar'
     archive.write_text('x')
-    res = _readiness_probe.probe_image(image_opts(ctr), str(archive))
+    return _readiness_probe.probe_image(image_opts(ctr), str(archive), may_import=may_import), str(archive)
+
+
+def test_a_present_image_is_not_imported(tmp_path):
+    res = probe_image_with_archive(tmp_path, images='docker.io/library/pause:3\nlocalhost/ng-probe:latest\n')[0]
     assert res == dict(probe_image='localhost/ng-probe:latest', probe_image_present=True)
     assert not any('import' in c for c in calls(tmp_path))
 
 
 def test_a_missing_image_is_imported_from_the_archive(tmp_path):
-    ctr = stateful_ctr(tmp_path)
-    archive = tmp_path / 'probe.tar'
-    archive.write_text('x')
-    res = _readiness_probe.probe_image(image_opts(ctr), str(archive))
+    res, archive = probe_image_with_archive(tmp_path)
     assert res == dict(probe_image='localhost/ng-probe:latest', probe_image_present=True,
                        probe_image_imported=True, probe_image_import_error='')
-    assert ' '.join(PREFIX + ['images', 'import', str(archive)]) in calls(tmp_path)
+    assert ' '.join(PREFIX + ['images', 'import', archive]) in calls(tmp_path)
 
 
 def test_a_failed_import_says_why(tmp_path):
-    ctr = stateful_ctr(tmp_path)
-    (tmp_path / 'import-fails').write_text('')
-    archive = tmp_path / 'probe.tar'
-    archive.write_text('x')
-    res = _readiness_probe.probe_image(image_opts(ctr), str(archive))
+    res = probe_image_with_archive(tmp_path, 'import-fails')[0]
     assert res == dict(probe_image='localhost/ng-probe:latest', probe_image_present=False,
                        probe_image_imported=False, probe_image_import_error='ctr: unpack failed')
 
 
 def test_an_import_killed_by_a_signal_failed(tmp_path):
-    ctr = stateful_ctr(tmp_path)
-    (tmp_path / 'import-killed').write_text('')
-    archive = tmp_path / 'probe.tar'
-    archive.write_text('x')
-    res = _readiness_probe.probe_image(image_opts(ctr), str(archive))
+    res = probe_image_with_archive(tmp_path, 'import-killed')[0]
     assert res['probe_image_imported'] is False and res['probe_image_import_error'] == 'ctr: killed'
 
 
 def test_check_mode_does_not_import(tmp_path):
-    ctr = stateful_ctr(tmp_path)
-    archive = tmp_path / 'probe.tar'
-    archive.write_text('x')
-    res = _readiness_probe.probe_image(image_opts(ctr), str(archive), may_import=False)
+    res = probe_image_with_archive(tmp_path, may_import=False)[0]
     assert res == dict(probe_image='localhost/ng-probe:latest', probe_image_present=False,
                        probe_image_import_skipped=True)
     assert not any('import' in c for c in calls(tmp_path))
