@@ -179,7 +179,8 @@ def probe_image_with_archive(tmp_path, *flags, images='', may_import=True):
     (tmp_path / 'images').write_text(images)
     archive = tmp_path / 'probe.tar'
     archive.write_text('x')
-    return _readiness_probe.probe_image(image_opts(ctr), str(archive), may_import=may_import), str(archive)
+    given = {} if may_import else dict(may_import=False)  # the default imports
+    return _readiness_probe.probe_image(image_opts(ctr), str(archive), **given), str(archive)
 
 
 def test_a_present_image_is_not_imported(tmp_path):
