@@ -202,6 +202,18 @@ def test_seed_missing_config(run_module, workdir, config):
     assert not again['changed']
 
 
+
+def test_create_makes_the_missing_config_folder_readable_for_containerd(run_module, workdir):
+    path = os.path.join(workdir, 'fresh', 'containerd', 'config.toml')
+    old = os.umask(0o022)  # the module inherits it, as from a login shell
+    try:
+        res = run_module('containerd_imports', path=path, imports=[], owner='coco', create=True)
+    finally:
+        os.umask(old)
+    assert os.path.isfile(path), res
+    assert oct(os.stat(os.path.dirname(path)).st_mode & 0o777) == oct(0o755)
+
+
 # ----------------------------------------------------- 1.x replace vs 2.x merge
 def test_v1x_plugin_table_clobber_is_real_and_refused(run_module, config, containerd_daemon, workdir):
     path = config('v2_flat.toml')
