@@ -233,12 +233,16 @@ def test_a_key_a_drop_in_decides_goes_there_and_the_rest_to_config_toml(run_modu
     assert [s['key'] for s in res['settings']] == ['cri.enable_cdi', 'cri.cdi_spec_dirs']
     assert [r['name'] for r in res['runtimes']] == ['nvidia'] and res['runtimes'][0]['created']
     assert res['default_runtime_name'] == 'runc'
+    # the drop-in may belong to another tool: the write there is said once, on install only
+    said = [w for w in res['warnings'] if 'where containerd reads it' in w]
+    assert len(said) == 1 and dropin in said[0], res['warnings']
     assert 'enable_cdi = true' in read(dropin) and 'cdi_spec_dirs' in read(path) and 'nvidia' in read(path)
     dump = assert_containerd_accepts(path, binary)
     assert 'nvidia-container-runtime' in dump
     gone = run_module('containerd_config', path=path, owner='gpu', containerd_bin=binary, state='absent',
                       settings=[dict(key=s['key']) for s in settings], runtimes=[dict(name='nvidia')])
     assert gone['changed'] and gone['runtimes'][0]['removed']
+    assert not any('where containerd reads it' in w for w in gone.get('warnings', [])), gone['warnings']
     assert read(path, 'rb') == original and read(dropin, 'rb') == dropin_original
 
 
