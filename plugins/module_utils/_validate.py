@@ -102,16 +102,6 @@ def replaces_plugin_tables(containerd_ver, config_version):
     return config_version < 3
 
 
-def _deep_merge(base, extra):
-    out = dict(base)
-    for k, v in extra.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _deep_merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
 def _describe_lost(main_table, import_table, cri_id):
     """What the main file's plugin table has that the import's lacks."""
     lost = []
@@ -257,8 +247,9 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
     # the files over it, so it is always there; 1.x decodes the final CRI
     # table over it and loses it when that table has a runtimes table of
     # its own (measured on 1.6: the CRI plugin then fails to load).
-    builtin = {'runc': {'runtime_type': 'io.containerd.runc.v2'}}
-    runtimes = {} if replace else dict(builtin)
+    # only the runtimes' names matter here: is the default one of them
+    builtin = {'runc'}
+    runtimes = set() if replace else set(builtin)
     default, default_set, rts_defined = None, False, False
     main_plugins = main_data.get('plugins') or {}
     for index, (path, data) in enumerate(files):
@@ -289,16 +280,15 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
         rts = get_in(data, layout.runtimes)
         dflt = get_in(data, layout.default_runtime_name)
         if replace:
-            runtimes = dict(rts) if isinstance(rts, dict) else {}
+            runtimes = set(rts) if isinstance(rts, dict) else set()
             rts_defined = isinstance(rts, dict)
             default, default_set = dflt, dflt is not None
         else:
-            for name, table in (rts or {}).items():
-                runtimes[name] = _deep_merge(runtimes.get(name, {}), table if isinstance(table, dict) else {})
+            runtimes.update(rts if isinstance(rts, dict) else ())
             if dflt is not None:
                 default, default_set = dflt, True
     if replace and not rts_defined:
-        runtimes = dict(builtin)
+        runtimes = set(builtin)
     name = default if default_set else 'runc'
     if name not in runtimes:
         said = ('default_runtime_name is %r' % name if default_set
