@@ -306,7 +306,14 @@ def make_mutants(tree, cfg, name, only_lines=None):
             lines = _statement_lines(node)
             if only_lines is not None and not (lines & only_lines) and start[0] not in only_lines:
                 continue
-            mutated = mutate_code(code, operator, occurrence)
+            try:
+                mutated = mutate_code(code, operator, occurrence)
+            except Exception as exc:  # pylint: disable=broad-except
+                # cosmic-ray 8.7's ExceptionReplacer fails on a dotted name in an
+                # except tuple (tarfile.TarError): that one mutant is not made
+                log('%s:%d %s: cosmic-ray could not make this mutant (%s: %s); skipped'
+                    % (name, start[0], op_name, type(exc).__name__, exc))
+                continue
             if mutated is None:
                 continue
             old, new = _changed_text(code, mutated)
@@ -662,7 +669,12 @@ def main(argv=None):
             """Mutants file by file, queued as soon as each file is made (the workers start at once)."""
             try:
                 for name in files:
-                    produce_file(name)
+                    try:
+                        produce_file(name)
+                    except Exception as exc:  # pylint: disable=broad-except
+                        # one file's failure must not end the run's other files
+                        log('%s: its mutants could not be made (%s: %s); none of them run'
+                            % (name, type(exc).__name__, exc))
             finally:
                 produced.set()
 
