@@ -256,3 +256,30 @@ def test_200_add_remove_iterations_end_byte_identical(tmp_path, start):
         text = doc.text
     assert text == original
     assert ledger.select(kind='import') == []
+
+
+# --------------------------------------------------------- where a new entry goes
+class Keys(object):
+    def __init__(self, keys):
+        self._keys = list(keys)
+
+    def keys(self):
+        return list(self._keys)
+
+
+@pytest.mark.parametrize('current, k, position, where', [
+    # prepend: right after the last earlier wanted entry already there, else first
+    (['x', 'a', 'y'], 1, 'prepend', 2),
+    (['a', 'x', 'a', 'y'], 1, 'prepend', 3),
+    (['x', 'y'], 1, 'prepend', 0),
+    (['x', 'a', 'y', 'c'], 2, 'prepend', 2),
+    # append: right before the first later wanted entry already there, else last
+    (['x', 'c', 'y'], 1, 'append', 1),
+    (['c', 'x', 'c'], 1, 'append', 0),
+    (['x', 'y'], 1, 'append', 2),
+    (['d', 'x', 'c'], 1, 'append', 0),  # before the first of the later ones, whichever is wanted first
+    (['b', 'x', 'a'], 2, 'prepend', 3),
+])
+def test_a_new_entry_keeps_the_order_of_the_wanted_entries(current, k, position, where):
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import _insert_position
+    assert _insert_position(Keys(current), ['a', 'b', 'c', 'd'], k, position) == where

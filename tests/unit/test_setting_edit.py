@@ -90,6 +90,16 @@ def test_a_batch_entry_state_built_at_run_time_is_still_present():
     assert err.value.given_details() == dict(key='settings[0].value')
 
 
+def test_undoing_a_key_nobody_set_and_nobody_has_is_quiet(tmp_path):
+    doc = doc_at(tmp_path)
+    ctx = Ctx()
+    out = apply_setting(doc, ledger_at(tmp_path), ctx, one(CRI + '.cdi_spec_dirs', state='absent'))
+    assert out['kept'] == [] and out['restored'] == [] and ctx.warnings == []
+    out = apply_setting(doc, ledger_at(tmp_path), ctx, one(CRI + '.enable_cdi', state='absent'))
+    assert out['kept'] == [CRI + '.enable_cdi'] and len(ctx.warnings) == 1
+    assert doc.text == TEXT
+
+
 # ------------------------------------------------------------------ a batch
 def test_a_batch_reports_each_key_as_the_file_holds_it_after_all_entries(tmp_path):
     # two spellings of one key: the first entry's value is the one the second wrote
