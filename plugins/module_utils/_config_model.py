@@ -148,8 +148,8 @@ TOMLKIT_INSTALL = ('pip install "tomlkit>=%s" for the Python Ansible uses on the
 def _version_tuple(text):
     out = []
     for part in str(text).split('.')[:3]:
-        digits = ''.join(c for c in part if c.isdigit()) if part[:1].isdigit() else ''
-        out.append(int(digits) if digits else 0)
+        digits = len(part) - len(part.lstrip('0123456789'))  # the leading digits: 0rc1 is 0
+        out.append(int(part[:digits]) if digits else 0)
     return tuple(out + [0] * (3 - len(out)))
 
 
