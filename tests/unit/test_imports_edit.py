@@ -107,6 +107,21 @@ def test_multiline_append_keeps_indent_and_comments():
     assert new == '[  # ours\n    "/z.toml",\n    "/a.toml",  # nydus\n    "/b.toml"\n]'
 
 
+def test_a_crlf_array_loses_an_element_with_its_whole_line():
+    raw = '[  # ours\r\n    "/a.toml",  # nydus\r\n    "/b.toml", \r\n    "/c.toml"\r\n]'
+    assert remove_raw(raw, 0) == '[  # ours\r\n    "/b.toml", \r\n    "/c.toml"\r\n]'
+    assert remove_raw(raw, 1) == '[  # ours\r\n    "/a.toml",  # nydus\r\n    "/c.toml"\r\n]'
+    # each line keeps its own indent: the line goes, not the text up to the next element
+    uneven = '[\r\n  "/a.toml",\r\n      "/b.toml",\r\n  "/c.toml"\r\n]'
+    assert remove_raw(uneven, 0) == '[\r\n      "/b.toml",\r\n  "/c.toml"\r\n]'
+    # an element that shares its line with another is cut out of the line, not the line
+    shared = '[\r\n    "/a.toml", "/b.toml",\r\n]'
+    assert remove_raw(shared, 0) == '[\r\n    "/b.toml",\r\n]'
+    for index in range(3):
+        assert parse_array(remove_raw(raw, index)) == [p for i, p in enumerate(['/a.toml', '/b.toml', '/c.toml'])
+                                                       if i != index]
+
+
 # --------------------------------------------------------- clean_imports
 def doc_with(text, folder):
     return ConfigDocument(os.path.join(folder, 'config.toml'), text)
