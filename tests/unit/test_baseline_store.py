@@ -140,3 +140,31 @@ def test_store_refuses_folders_that_are_not_baselines(tmp_path):
     with pytest.raises(ConfigError):
         _snap(store, 1)
     assert os.path.exists(str(tmp_path / 'store' / 'etc' / 'passwd'))
+
+
+def test_the_store_root_is_made_private(tmp_path):
+    # the baselines hold copies of config.toml and its ledger: only root reads them
+    store = Store(str(tmp_path / 'nodeguard' / 'baselines'), 'default')
+    old = os.umask(0o022)
+    try:
+        assert store.lock(5) is not None
+    finally:
+        os.umask(old)
+        store.unlock()
+    assert oct(os.stat(store.root).st_mode & 0o777) == '0o700'
+
+
+def test_ids_with_no_name_on_this_node_are_kept_as_numbers():
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import _group, _user
+    assert _user(0) == 'root' and _group(0) == 'root'
+    assert _user(2 ** 31 - 7) is None and _group(2 ** 31 - 7) is None
+
+
+def test_a_file_whose_imports_is_no_array_is_a_problem_and_the_walk_goes_on(tmp_path):
+    bad = write(tmp_path / 'bad.toml', 'version = 2\nimports = "oops"\n')
+    good = write(tmp_path / 'good.toml', 'version = 2\nimports = ["%s"]\n' % (tmp_path / 'deep.toml'))
+    deep = write(tmp_path / 'deep.toml', 'version = 2\n')
+    main = write(tmp_path / 'config.toml', 'version = 2\nimports = ["%s", "%s"]\n' % (bad, good))
+    tree = read_tree(main)
+    assert [f.path for f in tree.files] == [main, bad, good, deep]
+    assert tree.problems == ['%s: "imports" is not an array' % bad]
