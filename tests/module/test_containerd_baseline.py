@@ -126,6 +126,14 @@ def test_snapshot_refuses_invalid_toml(config, run_module, base):
     assert not os.path.exists(os.path.join(base['store'], 'default', 'current'))
 
 
+
+def test_a_negative_keep_is_refused_before_anything_is_read(config, run_module, base):
+    path = config('v2_kubeadm.toml')
+    r = run_module(MOD, path=path, keep=-1, expect_fail=True, **base)
+    assert r['msg'] == 'keep must be 0 or more, got -1'
+    assert not os.path.exists(base['store'])
+
+
 # ------------------------------------------- the GPU toolkit seed, version 2
 def test_toolkit_revert_check_repair_restore_v2(config, run_module, base):
     original = fixture_text('v2_kubeadm.toml')

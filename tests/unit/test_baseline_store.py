@@ -114,6 +114,7 @@ def test_store_write_load_prune_remove(tmp_path):
     assert b.folder == folders[-1] and b.manifest['id'] == os.path.basename(folders[-1])
     assert b.read(b.config_record) == b'v3'
     assert oct(os.stat(b.stored_path(b.config_record)).st_mode & 0o777) == '0o600'
+    assert oct(os.stat(os.path.dirname(b.stored_path(b.config_record))).st_mode & 0o777) == '0o700'
     assert store.prune(1) == folders[:2]
     assert store.snapshot_ids() == [os.path.basename(f) for f in folders[2:]]
     # leftovers of a killed run are cleaned by the next snapshot
@@ -168,3 +169,12 @@ def test_a_file_whose_imports_is_no_array_is_a_problem_and_the_walk_goes_on(tmp_
     tree = read_tree(main)
     assert [f.path for f in tree.files] == [main, bad, good, deep]
     assert tree.problems == ['%s: "imports" is not an array' % bad]
+
+
+def test_the_tree_is_read_breadth_first_as_containerd_loads_it(tmp_path):
+    a2 = write(tmp_path / 'a2.toml', 'version = 2\n')
+    b2 = write(tmp_path / 'b2.toml', 'version = 2\n')
+    a = write(tmp_path / 'a.toml', 'version = 2\nimports = ["%s"]\n' % a2)
+    b = write(tmp_path / 'b.toml', 'version = 2\nimports = ["%s"]\n' % b2)
+    main = write(tmp_path / 'config.toml', 'version = 2\nimports = ["%s", "%s"]\n' % (a, b))
+    assert [f.path for f in read_tree(main).files] == [main, a, b, a2, b2]
