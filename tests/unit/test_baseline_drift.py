@@ -127,3 +127,29 @@ def test_protected_drift_across_versions():
     # a protected key that did not exist in the baseline and does now was added
     out = protected_drift(['cri.enable_cdi'], v2, Layout(2), {'plugins': {CRI2: {'enable_cdi': True}}}, Layout(2))
     assert out[0]['change'] == 'added'
+
+
+def test_a_changed_file_is_found_whichever_way_its_checksums_sort():
+    base = {'/c.toml': 'h9', '/d.toml': 'h1'}
+    cur = {'/c.toml': 'h1', '/d.toml': 'h9'}
+    data = {'/c.toml': {'version': 2, 'a': 1}, '/d.toml': {'version': 2, 'b': 1}}
+    later = {'/c.toml': {'version': 2, 'a': 2}, '/d.toml': {'version': 2, 'b': 2}}
+    d = tree_drift(base, cur, data, later)
+    assert d['files']['changed'] == ['/c.toml', '/d.toml']
+    assert [e['key'] for e in d['changed']] == ['a', 'b']
+
+
+@pytest.mark.parametrize('kind', ['added', 'removed', 'changed'])
+def test_any_one_kind_of_drift_is_drift(kind):
+    drift = dict(added=[], removed=[], changed=[], files=dict(added=[], removed=[], changed=[]))
+    drift[kind] = [dict(key='a')]
+    assert has_drift(drift)
+    drift = dict(added=[], removed=[], changed=[], files=dict(added=[], removed=[], changed=[]))
+    drift['files'][kind] = ['/etc/containerd/conf.d/x.toml']
+    assert has_drift(drift)
+
+
+def test_a_protect_key_of_another_top_level_table_is_taken_as_written():
+    for version in (2, 3):
+        assert resolve_protect(Layout(version), 'cgroup.path') == ('cgroup', 'path')
+        assert resolve_protect(Layout(version), 'debug.level') == ('debug', 'level')
