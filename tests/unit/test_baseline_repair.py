@@ -134,3 +134,44 @@ def test_versions_must_match():
         repair(doc_of(fixture_text('v3_default.toml')), doc_of(fixture_text('v2_kubeadm.toml')),
                DEFAULT_PROTECT, clean_imports)
     assert 'state: restore' in str(exc.value)
+
+
+RUNTIMES_TEXT = ('version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n\n'
+                 '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+                 '  runtime_type = "io.containerd.runc.v2"\n')
+
+
+@pytest.mark.parametrize('added', [
+    # a table someone added as sections, and one added as an inline table
+    '\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n  runtime_type = "io.containerd.kata.v2"\n'
+    '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata.options]\n    ConfigPath = "/c"\n',
+    '  kata = { runtime_type = "io.containerd.kata.v2" }\n',
+])
+def test_a_protected_table_someone_added_is_removed_however_it_is_written(added):
+    base = doc_of(RUNTIMES_TEXT)
+    if added.startswith('\n'):
+        doc = doc_of(RUNTIMES_TEXT + added)
+    else:
+        doc = doc_of(RUNTIMES_TEXT.replace('  default_runtime_name = "runc"\n', '  default_runtime_name = "runc"\n'
+                                           '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\n' + added))
+    out = repair(doc, base, ['cri.runtimes'], clean_imports)
+    assert out['restored_keys'], out
+    text = finish(doc)
+    assert 'kata' not in text, text
+    assert lookup(tomlkit.parse(text).unwrap(), RUNC2[:-1]) == lookup(base.data, RUNC2[:-1])
+
+
+def test_a_table_put_back_into_a_flat_file_keeps_its_multi_line_values_as_written():
+    base_text = RUNTIMES_TEXT + ('  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n'
+                                 '    Args = ["--a",\n      "--b"]\n')
+    flat = 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\ndefault_runtime_name = "runc"\n'
+    doc = doc_of(flat)
+    base = doc_of(base_text)
+    put_back(doc, base, RUNC2, lookup(base.data, RUNC2), None)
+    text = finish(doc)
+    assert '    Args = ["--a",\n      "--b"]\n' in text, text
+    # without a multi-line value the table is written flat, like the file (a last line without its newline too)
+    doc = doc_of(flat)
+    base = doc_of(RUNTIMES_TEXT.rstrip('\n'))
+    put_back(doc, base, RUNC2, lookup(base.data, RUNC2), None)
+    assert '\nruntime_type = "io.containerd.runc.v2"\n' in finish(doc)
