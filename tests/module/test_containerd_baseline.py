@@ -126,7 +126,6 @@ def test_snapshot_refuses_invalid_toml(config, run_module, base):
     assert not os.path.exists(os.path.join(base['store'], 'default', 'current'))
 
 
-
 def test_a_negative_keep_is_refused_before_anything_is_read(config, run_module, base):
     path = config('v2_kubeadm.toml')
     r = run_module(MOD, path=path, keep=-1, expect_fail=True, **base)

@@ -202,7 +202,6 @@ def test_seed_missing_config(run_module, workdir, config):
     assert not again['changed']
 
 
-
 def test_create_makes_the_missing_config_folder_readable_for_containerd(run_module, workdir):
     path = os.path.join(workdir, 'fresh', 'containerd', 'config.toml')
     old = os.umask(0o022)  # the module inherits it, as from a login shell

@@ -140,4 +140,3 @@ def test_a_failed_load_test_refuses(tmp_path, monkeypatch):
     assert checked.stage == 'load' and checked.problems == ['no unshare here']
     assert checked.load == dict(status='failed', ok=False, seconds=0.1, required=[], errors=[], skipped=[],
                                 containerd_version=(1, 6))
-

@@ -108,7 +108,7 @@ def test_a_written_out_runc_stays_while_another_runtime_needs_it_and_passes_to_i
 
 
 def test_the_last_runtime_takes_the_written_out_runc_with_it(tmp_path):
-    text = RUNC_WRITTEN_OUT.split('\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]')[0]
+    text = RUNC_WRITTEN_OUT.split('\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]', maxsplit=1)[0]
     doc, ledger = doc_and_ledger(tmp_path, text)
     ledger.add({'owner': 'coco', 'resource': 'runtime:kata', 'kind': 'table', 'path': RT + ('kata',)})
     ledger.add({'owner': 'coco', 'resource': 'runtime:kata', 'kind': 'builtin', 'path': RT + ('runc',)})

@@ -124,8 +124,8 @@ def test_an_owner_whose_runtime_another_made_the_default_is_refused(tmp_path):
 
 # ------------------------------------------------------------------ a batch's merged result
 def test_the_default_of_a_split_batch_is_the_last_steps():
-    entries = [dict(name='a', state='present', owner='o', index=0), dict(name='b', state='present', owner='o',
-                                                                          index=1)]
+    entries = [dict(name='a', state='present', owner='o', index=0),
+               dict(name='b', state='present', owner='o', index=1)]
     batch = RuntimeBatch(entries, 'o')
     steps = [dict(runtimes=[dict(name='a', created=True)], default_runtime_name='runc'),
              dict(runtimes=[dict(name='b', created=True)], default_runtime_name='b')]

@@ -108,8 +108,8 @@ def test_a_batch_reports_each_key_as_the_file_holds_it_after_all_entries(tmp_pat
         dict(key='cri.enable_cdi', value=True, raw=False),
         dict(key=CRI + '.enable_cdi', value='yes', raw=True)]))
     out = SettingBatch(entries, 'gpu')(doc, ledger_at(tmp_path), Ctx())
-    assert [(s['key'], s['value']) for s in out['settings']] == [('cri.enable_cdi', 'yes'),
-                                                                  (CRI + '.enable_cdi', 'yes')]
+    reported = [(s['key'], s['value']) for s in out['settings']]
+    assert reported == [('cri.enable_cdi', 'yes'), (CRI + '.enable_cdi', 'yes')]
 
 
 def test_one_entry_is_one_part_and_several_split_one_each():

@@ -45,8 +45,8 @@ def test_which_containerd_replaces_plugin_tables(containerd, config_version, rep
     assert replaces_plugin_tables(containerd, config_version) is replaces
 
 
-@pytest.mark.parametrize('containerd, newest', [((1, 6), 2), ((1, 7), 2), ((2, 0), 3), ((2, 2), 3), ((2, 3), 4),
-                                               ((3, 0), 4)])
+@pytest.mark.parametrize('containerd, newest', [
+    ((1, 6), 2), ((1, 7), 2), ((2, 0), 3), ((2, 2), 3), ((2, 3), 4), ((3, 0), 4)])
 def test_the_newest_config_version_each_containerd_reads(containerd, newest):
     refuse_unreadable_version('/etc/containerd/config.toml', newest, containerd)
     with pytest.raises(ConfigError) as err:
