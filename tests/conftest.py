@@ -56,6 +56,30 @@ def fixture_text(name):
         return f.read()
 
 
+# ------------------------------------------------------------------ edits called directly (tests/unit)
+CRI_V2_PATH = ('plugins', 'io.containerd.grpc.v1.cri')
+RUNTIMES_V2_PATH = CRI_V2_PATH + ('containerd', 'runtimes')
+RUNTIMES_V2_DOTTED = 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes'
+
+
+class WarnCtx(object):
+    """What an edit callback asks of the engine's Context to warn: the warnings, kept."""
+
+    def __init__(self):
+        self.warnings = []
+
+    def warn(self, msg):
+        self.warnings.append(msg)
+
+
+def doc_and_ledger(tmp_path, text):
+    """The document of text as tmp_path/config.toml, and an empty ledger for it under tmp_path/state."""
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigDocument
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+    path = os.path.join(str(tmp_path), 'config.toml')
+    return ConfigDocument(path, text), Ledger(str(tmp_path / 'state'), path)
+
+
 def config_version(config_text):
     try:
         version = tomllib.loads(config_text.lstrip('\ufeff')).get('version', 1)

@@ -94,14 +94,19 @@ def test_added_protected_key_is_removed_and_scalar_keeps_its_quoting():
     assert finish(doc) == original
 
 
+def runc_put_back(base_text, cur_text):
+    """cur_text with the baseline's runc table put back, as the engine verifies it; and the baseline."""
+    doc = doc_of(cur_text)
+    base = doc_of(base_text)
+    put_back(doc, base, RUNC2, lookup(base.data, RUNC2), None)
+    return finish(doc), base
+
+
 def test_table_written_inline_in_the_baseline_is_rendered_as_sections():
     base_text = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\n'
                  'runc = { runtime_type = "io.containerd.runc.v2", options = { SystemdCgroup = true } }\n')
     cur_text = 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n'
-    doc = doc_of(cur_text)
-    base = doc_of(base_text)
-    put_back(doc, base, RUNC2, lookup(base.data, RUNC2), None)
-    text = finish(doc)
+    text, base = runc_put_back(base_text, cur_text)
     assert '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]' in text
     assert lookup(tomlkit.parse(text).unwrap(), RUNC2) == lookup(base.data, RUNC2)
 
@@ -165,13 +170,7 @@ def test_a_table_put_back_into_a_flat_file_keeps_its_multi_line_values_as_writte
     base_text = RUNTIMES_TEXT + ('  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n'
                                  '    Args = ["--a",\n      "--b"]\n')
     flat = 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\ndefault_runtime_name = "runc"\n'
-    doc = doc_of(flat)
-    base = doc_of(base_text)
-    put_back(doc, base, RUNC2, lookup(base.data, RUNC2), None)
-    text = finish(doc)
+    text = runc_put_back(base_text, flat)[0]
     assert '    Args = ["--a",\n      "--b"]\n' in text, text
     # without a multi-line value the table is written flat, like the file (a last line without its newline too)
-    doc = doc_of(flat)
-    base = doc_of(RUNTIMES_TEXT.rstrip('\n'))
-    put_back(doc, base, RUNC2, lookup(base.data, RUNC2), None)
-    assert '\nruntime_type = "io.containerd.runc.v2"\n' in finish(doc)
+    assert '\nruntime_type = "io.containerd.runc.v2"\n' in runc_put_back(RUNTIMES_TEXT.rstrip('\n'), flat)[0]

@@ -10,23 +10,18 @@ must stay, and that a key, a table, a builtin and a section are each released
 once, by their own rule.
 """
 
-import os
-
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
-    ConfigDocument,
-    ConfigError,
-)
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+from conftest import CRI_V2_PATH as CRI
+from conftest import RUNTIMES_V2_DOTTED as RT_DOTTED
+from conftest import RUNTIMES_V2_PATH as RT
+from conftest import doc_and_ledger
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import (
     check_batch_entries,
     release,
 )
-
-CRI = ('plugins', 'io.containerd.grpc.v1.cri')
-RT = CRI + ('containerd', 'runtimes')
-RT_DOTTED = 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes'
 
 THREE_RUNTIMES = '''version = 2
 
@@ -41,11 +36,6 @@ THREE_RUNTIMES = '''version = 2
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.zzz]
   runtime_type = "io.containerd.zzz.v2"
 '''
-
-
-def doc_and_ledger(tmp_path, text):
-    path = os.path.join(str(tmp_path), 'config.toml')
-    return ConfigDocument(path, text), Ledger(str(tmp_path / 'state'), path)
 
 
 def released(doc, ledger, owner, resource):

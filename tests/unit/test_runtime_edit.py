@@ -8,33 +8,22 @@ containerd; these set up the ledger stacks (two owners' defaults, a runtime
 shipped by the image) exactly.
 """
 
-import os
-
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
-    ConfigDocument,
-    ConfigError,
-)
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+from conftest import CRI_V2_PATH as CRI
+from conftest import RUNTIMES_V2_DOTTED as RT_DOTTED
+from conftest import RUNTIMES_V2_PATH as RT
+from conftest import WarnCtx as Ctx
+from conftest import doc_and_ledger
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import (
     RuntimeBatch,
     _inherit_source,
     runtime_absent,
 )
 
-CRI = ('plugins', 'io.containerd.grpc.v1.cri')
-RT = CRI + ('containerd', 'runtimes')
 DEFAULT = CRI + ('containerd', 'default_runtime_name')
-RT_DOTTED = 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes'
-
-
-class Ctx(object):
-    def __init__(self):
-        self.warnings = []
-
-    def warn(self, msg):
-        self.warnings.append(msg)
 
 
 def config(default, *names):
@@ -45,11 +34,6 @@ def config(default, *names):
         text += '\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%s]\n  runtime_type = "io.containerd.%s.v2"\n' \
             % (name, name)
     return text
-
-
-def doc_and_ledger(tmp_path, text):
-    path = os.path.join(str(tmp_path), 'config.toml')
-    return ConfigDocument(path, text), Ledger(str(tmp_path / 'state'), path)
 
 
 def absent(doc, ledger, name, owner, force=False):

@@ -11,6 +11,8 @@ import os
 
 import pytest
 
+from conftest import WarnCtx as Ctx
+
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
     ConfigDocument,
     ConfigError,
@@ -25,14 +27,6 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit
 
 CRI = 'plugins."io.containerd.grpc.v1.cri"'
 TEXT = 'version = 2\n\n[plugins]\n  [plugins."io.containerd.grpc.v1.cri"]\n    enable_cdi = false\n'
-
-
-class Ctx(object):
-    def __init__(self):
-        self.warnings = []
-
-    def warn(self, msg):
-        self.warnings.append(msg)
 
 
 def doc_at(tmp_path, text=TEXT):
