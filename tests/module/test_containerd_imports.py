@@ -213,6 +213,30 @@ def test_create_makes_the_missing_config_folder_readable_for_containerd(run_modu
     assert oct(os.stat(os.path.dirname(path)).st_mode & 0o777) == oct(0o755)
 
 
+def test_a_missing_config_folder_without_create_is_named(run_module, workdir):
+    path = os.path.join(workdir, 'nothing', 'config.toml')
+    res = run_module('containerd_imports', path=path, imports=[], owner='coco', expect_fail=True)
+    assert res['msg'] == ('folder %s does not exist (no containerd here?). Fix: install containerd, or set '
+                          'create: true.' % os.path.dirname(path))
+    assert not os.path.exists(os.path.dirname(path))
+
+
+def test_an_unknown_file_owner_is_named(run_module, config):
+    path = config('v2_kubeadm.toml')
+    original = read(path, 'rb')
+    res = run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='gpu',
+                     file_owner='no-such-user-here', expect_fail=True)
+    assert res['msg'] == "file_owner: no such user 'no-such-user-here'"
+    assert read(path, 'rb') == original
+
+
+def test_a_config_beyond_4_mb_is_refused_with_its_size(run_module, config):
+    path = config('version = 2\n' + '# padding\n' * 500000)
+    res = run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='gpu',
+                     expect_fail=True)
+    assert res['msg'].startswith('%s is 4.8 MB; nodeguard edits configs of up to 4 MB' % path), res['msg']
+
+
 # ----------------------------------------------------- 1.x replace vs 2.x merge
 def test_v1x_plugin_table_clobber_is_real_and_refused(run_module, config, containerd_daemon, workdir):
     path = config('v2_flat.toml')
