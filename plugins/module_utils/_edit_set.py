@@ -31,10 +31,11 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
 from ansible_collections.nodeguard.containerd.plugins.module_utils._dropin import remove_all, write
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import transaction_result, unique_in_order
 from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import (
+    ImportsArray,
     apply_imports,
+    entry_key,
     refuse_plugin_override,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import resolve_import
 from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import RuntimeBatch, batch_entries
 from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit import SettingBatch, setting_entries
 
@@ -161,11 +162,11 @@ def refuse_overrides_first(ctx, params, dropins):
         return
     try:
         doc = ConfigDocument(params['path'], raw.decode('utf-8'))
+        listed = set(ImportsArray(doc).keys())
     except (ConfigError, UnicodeDecodeError):
         return  # the transaction names what is wrong with config.toml, before anything is written
-    listed = set(resolve_import(e, doc.path) for e in doc.data.get('imports') or [] if isinstance(e, str))
     for entry in params['imports']:
-        if resolve_import(entry, doc.path) not in listed:  # as the imports edit: only entries it adds
+        if entry_key(entry, doc.path) not in listed:  # as the imports edit: only entries it adds
             refuse_plugin_override(doc, entry, ctx.containerd_version, pending)
 
 
