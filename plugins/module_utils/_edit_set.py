@@ -29,13 +29,18 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     parse_toml,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._dropin import remove_all, write
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import transaction_result, unique_in_order
+from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+    transaction_result,
+    tree_records,
+    unique_in_order,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import (
     ImportsArray,
     apply_imports,
     entry_key,
     refuse_plugin_override,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import owned_resources
 from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import RuntimeBatch, batch_entries
 from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit import SettingBatch, setting_entries
 
@@ -113,6 +118,35 @@ class EditSet(object):
         return result
 
 
+def with_owned(ctx, params):
+    """release_all: params with every runtime, setting and import the ledgers record for the owner added to
+    those named (config.toml's ledger and those of the files it loads: edit_in may have written a change to a
+    drop-in), and what was found (the module's ``released``).
+
+    The runtime the owner made the CRI default comes first, so its prior
+    default is back before the other tables go (a runtime that is still the
+    default is not removed). Entries named in the call stay as given.
+    """
+    if params['state'] != 'absent':
+        raise ConfigError('release_all: true undoes what owner %s recorded, so it needs state: absent. Nothing '
+                          'was written. Fix: set state: absent, or leave release_all out.' % params['owner'],
+                          key='release_all')
+    owned = owned_resources(tree_records(params['state_dir'], params['path'], ctx.containerd_version),
+                            params['owner'])
+    runtimes = list(params['runtimes'] or [])
+    named = set(r.get('name') for r in runtimes)
+    order = owned['defaults'] + [n for n in owned['runtimes'] if n not in owned['defaults']]
+    runtimes.extend(dict(name=n, force=False) for n in order if n in owned['runtimes'] and n not in named)
+    settings = list(params['settings'] or [])
+    keys = set(e.get('key') for e in settings)
+    settings.extend(dict(key=k, raw=True) for k in owned['settings'] if k not in keys)
+    imports = list(params['imports'] or [])
+    listed = set(entry_key(i, params['path']) for i in imports)
+    imports.extend(i for i in owned['imports'] if entry_key(i, params['path']) not in listed)
+    released = dict((k, owned[k]) for k in ('runtimes', 'tables', 'settings', 'imports'))
+    return dict(params, runtimes=runtimes, settings=settings, imports=imports), released
+
+
 def entries_of(params):
     """The call's settings and runtimes as the batch forms take them (one state: the call's), checked first."""
     given = dict(params, force=False)
@@ -174,6 +208,9 @@ def apply_set(module, ctx):
     """containerd_config's run: the module's result (a failure fails the module, naming what was written)."""
     params = module.params
     state = params['state']
+    released = None
+    if params.get('release_all'):
+        params, released = with_owned(ctx, params)
     settings, runtimes = entries_of(params)
     dropins = dropins_of(params)
     result = dict(changed=False, dropins=[])
@@ -205,6 +242,8 @@ def apply_set(module, ctx):
     if diffs:
         result['diff'] = diffs
     result['owner'] = params['owner']
+    if released is not None:
+        result['released'] = released
     return result
 
 

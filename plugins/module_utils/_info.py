@@ -42,9 +42,19 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     split_bom,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import iter_leaves, load_effective
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import MAX_CONFIG_BYTES, Context, unique_in_order
+from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+    MAX_CONFIG_BYTES,
+    Context,
+    tree_records,
+    unique_in_order,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import entry_key, entry_missing
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger, LedgerError, ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import (
+    Ledger,
+    LedgerError,
+    ledger_path_for,
+    owned_resources,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path, get_in, render_key
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     check_tree,
@@ -341,29 +351,19 @@ def ledger_facts(state_dir, files):
 
 
 # ------------------------------------------------------------------ one owner, named files
-def _name_of(resource, prefix):
-    return resource[len(prefix):].split('#', 1)[0]
-
-
-def owned_facts(state_dir, path, owner, files):
-    """What the ledgers say owner added: config.toml's records by kind, and which of files it wrote or created."""
-    out = dict(owner=owner, runtimes=[], tables=[], settings=[], imports=[], files=[], error=None)
+def owned_facts(state_dir, path, owner, files, ver):
+    """What the ledgers say owner added: the records of config.toml's ledger and of the ledgers of the files it
+    loads (edit_in may have written a change to a drop-in) by kind, as containerd_config's release_all reads
+    them, and which of files it wrote or created."""
+    out = dict(owner=owner, runtimes=[], tables=[], defaults=[], settings=[], imports=[], files=[], error=None)
     try:
-        records = Ledger.load(state_dir, path).records
+        records = tree_records(state_dir, path, ver)
     except LedgerError as exc:
         out['error'] = _plain_msg(exc)
         records = []
-    for rec in records:
-        if not isinstance(rec, dict) or rec.get('owner') != owner or rec.get('kind') == 'released':
-            continue
-        resource = str(rec.get('resource') or '')
-        for prefix, key in (('runtime:', 'runtimes'), ('setting:', 'settings'), ('import:', 'imports')):
-            if resource.startswith(prefix):
-                name = _name_of(resource, prefix) if key == 'runtimes' else resource[len(prefix):]
-                if name not in out[key]:
-                    out[key].append(name)
-                if key == 'runtimes' and rec.get('kind') == 'table' and name not in out['tables']:
-                    out['tables'].append(name)
+    owned = owned_resources(records, owner)
+    for key in ('runtimes', 'tables', 'defaults', 'settings', 'imports'):
+        out[key] = owned[key]
     for name, item in sorted(files.items()):
         if owner in item['owners']:
             out['files'].append(name)
@@ -538,7 +538,7 @@ def gather(module):
     problems.extend(file_problems)
     facts['files'] = files
     if params.get('owner'):
-        facts['owned'] = owned_facts(params['state_dir'], path, params['owner'], files)
+        facts['owned'] = owned_facts(params['state_dir'], path, params['owner'], files, ver)
         if facts['owned']['error'] and facts['owned']['error'] not in problems:
             problems.append(facts['owned']['error'])
     if params.get('baseline'):

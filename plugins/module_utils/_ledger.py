@@ -226,3 +226,37 @@ class Ledger(object):
                      mode=0o600)
         self.config_sha256 = new_config_sha
         self.dirty = False
+
+
+# -------------------------------------------------------------- one owner
+RESOURCE_KINDS = (('runtime:', 'runtimes'), ('setting:', 'settings'), ('import:', 'imports'))
+
+
+def owned_resources(records, owner):
+    """What owner's records name, each once in record order: the one reading of the resource format.
+
+    runtimes (any record but a 'released' mark, which only says the owner
+    already undid its change to a runtime it did not create), tables (the
+    runtimes whose table the owner created), defaults (the runtimes it made
+    the CRI default), settings (dotted keys as in the file), imports.
+    """
+    out = dict(runtimes=[], tables=[], defaults=[], settings=[], imports=[])
+    for rec in records:
+        if not isinstance(rec, dict) or rec.get('owner') != owner or rec.get('kind') == 'released':
+            continue
+        resource = str(rec.get('resource') or '')
+        for prefix, key in RESOURCE_KINDS:
+            if not resource.startswith(prefix):
+                continue
+            name = resource[len(prefix):]
+            if key == 'runtimes':
+                name = name.split('#', 1)[0]  # older records: runtime:<name>#<detail>
+                if rec.get('kind') == 'table' and name not in out['tables']:
+                    out['tables'].append(name)
+                path = rec.get('path')
+                if rec.get('kind') == 'key' and isinstance(path, list) and path[-1:] == ['default_runtime_name'] \
+                        and name not in out['defaults']:
+                    out['defaults'].append(name)
+            if name not in out[key]:
+                out[key].append(name)
+    return out

@@ -49,7 +49,8 @@ options:
   state:
     description:
       - V(present) writes the drop-ins, then adds the imports, settings and runtimes.
-      - V(absent) undoes what O(owner) did to the imports, settings and runtimes named, then removes the drop-ins.
+      - V(absent) undoes what O(owner) did to the imports, settings and runtimes named (with O(release_all), to all
+        of them the ledgers record), then removes the drop-ins.
     type: str
     choices: [present, absent]
     default: present
@@ -149,6 +150,18 @@ options:
       force:
         description: With O(state=absent), delete the runtime even when O(owner) did not create it (false when not given).
         type: bool
+  release_all:
+    description:
+      - With O(state=absent), also undo every runtime, setting and import that the ledgers of C(config.toml) and of
+        the files it loads record for O(owner), whatever O(runtimes), O(settings) and O(imports) name. So an
+        uninstall releases exactly what the owner added, without reading the ledgers first
+        (M(nodeguard.containerd.containerd_info)) and without knowing the ledger's record format.
+      - The runtime O(owner) made the CRI default goes first, so the prior default is back before the other tables
+        go. Entries named in O(runtimes), O(settings) and O(imports) are undone as given. Drop-in files are
+        removed only when listed in O(dropins).
+      - RV(released) says what the ledgers recorded.
+    type: bool
+    default: false
 requirements:
   - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 notes:
@@ -201,6 +214,18 @@ EXAMPLES = r'''
     runtimes:
       - name: kata-qemu
   become: true
+
+- name: Uninstall whatever owner nvidia recorded (runtimes, keys such as BinaryName in runc, settings, imports)
+  nodeguard.containerd.containerd_config:
+    owner: nvidia
+    state: absent
+    release_all: true
+  become: true
+  register: released
+
+- name: Show the runtime tables the uninstall deleted
+  ansible.builtin.debug:
+    msg: "{{ released.released.tables }}"
 '''
 
 RETURN = r'''
@@ -295,6 +320,29 @@ owner:
   description: The ledger owner.
   returned: success
   type: str
+released:
+  description: What the ledgers recorded for O(owner) when the run began, all of which O(release_all) undid.
+  returned: O(release_all=true)
+  type: dict
+  contains:
+    runtimes:
+      description: The runtimes O(owner) added or changed (a table it created, or keys it set in one).
+      type: list
+      elements: str
+    tables:
+      description: The runtimes whose table O(owner) created (deleted now).
+      type: list
+      elements: str
+    settings:
+      description: The settings O(owner) changed, as dotted keys of the file (their prior values are back).
+      type: list
+      elements: str
+    imports:
+      description: The imports O(owner) added.
+      type: list
+      elements: str
+  sample: {runtimes: [nvidia, runc], tables: [nvidia], settings: ['plugins."io.containerd.grpc.v1.cri".enable_cdi'],
+           imports: []}
 '''
 
 import os
@@ -329,6 +377,7 @@ def main():
             raw=dict(type='bool', default=False),
         )),
         runtimes=dict(type='list', elements='dict', default=[], options=RUNTIME_ENTRY_OPTIONS),
+        release_all=dict(type='bool', default=False),
     )
     argument_spec.update(COMMON_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

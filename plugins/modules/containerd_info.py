@@ -386,14 +386,15 @@ ledgers:
       error: null
 owned:
   description:
-    - What the ledgers say O(owner) added. C(runtimes) (runtime handler names with records in config.toml's ledger),
-      C(tables) (those whose whole table it created), C(settings) (dotted keys it set with
-      M(nodeguard.containerd.containerd_setting); give them back with O(nodeguard.containerd.containerd_setting#module:raw=true)),
-      C(imports) (resolved paths it imported), C(files) (entries of O(files) it wrote or created), C(error) (why
-      config.toml's ledger could not be read; null otherwise).
+    - What the ledgers of C(config.toml) and of the files it loads say O(owner) added (as
+      O(nodeguard.containerd.containerd_config#module:release_all) reads them). C(runtimes) (runtime handler names with
+      records), C(tables) (those whose whole table it created), C(defaults) (those it made the CRI default),
+      C(settings) (dotted keys it set with M(nodeguard.containerd.containerd_setting); give them back with
+      O(nodeguard.containerd.containerd_setting#module:raw=true)), C(imports) (resolved paths it imported), C(files)
+      (entries of O(files) it wrote or created), C(error) (why a ledger could not be read; null otherwise).
   returned: when O(owner) is given
   type: dict
-  sample: {owner: coco, runtimes: [kata-qemu], tables: [kata-qemu],
+  sample: {owner: coco, runtimes: [kata-qemu], tables: [kata-qemu], defaults: [],
            settings: ['plugins."io.containerd.grpc.v1.cri".containerd.disable_snapshot_annotations'],
            imports: [/etc/containerd/config.toml.d/nydus-snapshotter.toml],
            files: [/etc/containerd/config.toml.d/nydus-snapshotter.toml], error: null}

@@ -243,7 +243,11 @@ def test_on_the_toolkit_dropin_node_every_change_was_made_and_undone_in_the_drop
     assert [e["value"] for e in uninstall["effects"] if e["key"] == key] == [TOOLKIT_BINARY]
     assert removed["nvidia-experimental"]["removed"] is True
     assert all(e["removed"] for e in uninstall["effects"] if "nvidia-experimental" in e["key"])
-    # nothing of the role's left on record: the uninstall re-run has nothing to do (its call is skipped)
-    assert again_absent.get("skipped") is True and again_absent.get("changed") is False, again_absent
+    # nothing of the role's left on record: the uninstall re-run (release_all) finds nothing and changes nothing
+    assert again_absent["changed"] is False, again_absent
+    assert again_absent["released"] == {"runtimes": [], "tables": [], "settings": [], "imports": []}, again_absent
+    # the uninstall itself found both runtimes in the drop-in's ledger
+    assert sorted(uninstall["released"]["runtimes"]) == ["nvidia", "nvidia-experimental"], uninstall
+    assert uninstall["released"]["tables"] == ["nvidia-experimental"], uninstall
     # the restart contract saw the drop-in change: one restart per changing run, none on a re-run
     assert [r["restart"].get("restarted") for r in recorded] == [True, False, True, False]
