@@ -46,6 +46,12 @@ def tree(tmp_path, main, **dropins):
     return path, parse_toml(text), paths
 
 
+def viewed(tmp_path, ver, main, **dropins):
+    """The merged view of such a tree as containerd ver reads it; (view, config.toml's path, drop-in paths)."""
+    path, data, paths = tree(tmp_path, main, **dropins)
+    return load_effective(path, data, ver), path, paths
+
+
 def test_only_the_v2_cri_plugin_translates():
     """Another plugin id - one that sorts before the CRI id too - keeps its path."""
     for pid in ('io.containerd.gc.v1.scheduler', 'io.containerd.internal.v1.opt'):
@@ -88,8 +94,7 @@ def test_a_version_1_main_file_on_2_x_loses_its_plugins(tmp_path):
     # containerd 2.x reads no version 2 layout under it: paths stay as written, a version 2 drop-in's too
     assert view.read_path(RUNTIMES_V2 + ('kata',)) == RUNTIMES_V2 + ('kata',)
     main = 'imports = ["{d}"]\n'
-    path, data, paths = tree(tmp_path, main, d='version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nenable_cdi = true\n')
-    view = load_effective(path, data, V21)
+    view, path, paths = viewed(tmp_path, V21, main, d='version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nenable_cdi = true\n')
     assert [p for p, _why in view.ignored] == [paths['d']]
     assert view.read_path(('plugins', CRI_V2, 'enable_cdi'), paths['d']) == ('plugins', CRI_V2, 'enable_cdi')
 
@@ -106,8 +111,7 @@ def test_a_version_1_drop_in_on_1_x_renames_cri_and_replaces_the_table(tmp_path)
     main = ('version = 2\nimports = ["{kata}"]\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
             'default_runtime_name = "runc"\n')
     kata = '[plugins.cri.containerd.runtimes.kata]\nruntime_type = "io.containerd.kata.v2"\n'
-    path, data, paths = tree(tmp_path, main, kata=kata)
-    view = load_effective(path, data, V16)
+    view, path, paths = viewed(tmp_path, V16, main, kata=kata)
     assert 'cri' not in view.merged['plugins']
     assert view.merged['plugins'][CRI_V2] == {'containerd': {'runtimes': {'kata': {'runtime_type': 'io.containerd.kata.v2'}}}}
     assert view.plugin_owner(CRI_V2) == paths['kata'] and 'version' not in view.merged
@@ -117,8 +121,7 @@ def test_a_table_where_a_value_was_takes_the_origin_of_its_file(tmp_path):
     """2.x deep-merges: a drop-in's table at a key the main file gave a plain value replaces the value."""
     main = 'version = 3\nimports = ["{d}"]\n[plugins."io.containerd.x.v1.demo"]\nsetting = "plain"\n'
     d = 'version = 3\n[plugins."io.containerd.x.v1.demo".setting]\nnested = 1\n'
-    path, data, paths = tree(tmp_path, main, d=d)
-    view = load_effective(path, data, V21)
+    view, path, paths = viewed(tmp_path, V21, main, d=d)
     assert view.value(('plugins', 'io.containerd.x.v1.demo', 'setting')) == {'nested': 1}
     assert view.source_of(('plugins', 'io.containerd.x.v1.demo', 'setting')) == paths['d']
 
@@ -132,8 +135,7 @@ def test_removals_and_list_entries_are_judged_on_the_merged_view(tmp_path):
     main = ('version = 2\nimports = ["{d}"]\n[plugins."io.containerd.grpc.v1.cri"]\nenable_selinux = true\n'
             '[plugins."io.containerd.grpc.v1.cri".containerd]\nsnapshotter = "native"\n')
     d = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nsnapshotter = "overlayfs"\n'
-    path, data, paths = tree(tmp_path, main, d=d)
-    view = load_effective(path, data, V21)
+    view, path, paths = viewed(tmp_path, V21, main, d=d)
     gone, kept = effects_of(view, path, [(('plugins', CRI_V2, 'no_such_key'), ABSENT),
                                          (('plugins', CRI_V2, 'containerd', 'snapshotter'), ABSENT)])
     assert gone.in_effect and gone.shadowed_by is None and gone.why is None
@@ -145,14 +147,13 @@ def test_removals_and_list_entries_are_judged_on_the_merged_view(tmp_path):
 def test_why_a_change_is_not_in_effect(tmp_path):
     main = 'version = 2\nimports = ["{d}"]\n'
     d = 'version = 3\n[plugins."io.containerd.cri.v1.runtime"]\nenable_cdi = true\n'
-    path, data, paths = tree(tmp_path, main, d=d)
-    view = load_effective(path, data, V21)
+    view, path, paths = viewed(tmp_path, V21, main, d=d)
     (eff,) = effects_of(view, paths['d'], [(('plugins', CRI_V3_RUNTIME, 'enable_cdi'), True)])
     assert eff.why == ("containerd 2.1.0 ignores %s (version = 3 is higher than the main file's 2)" % paths['d'])
     # a file outside the tree (its name sorts before the ignored one's): not read, not "ignored"
     assert _why_shadowed(view, ('enable_cdi',), str(tmp_path / 'a.toml'), None) == \
         'containerd 2.1.0 does not read it from %s' % (tmp_path / 'a.toml')
-    one_x = load_effective(path, data, V16)
+    one_x, path, paths = viewed(tmp_path, V16, main, d=d)
     assert _why_shadowed(one_x, ('plugins',), path, paths['d']) == \
         '%s sets plugins later, and the later file wins' % paths['d']
 
@@ -188,6 +189,5 @@ def test_a_removed_runtime_the_dump_still_lists_is_not_in_effect(tmp_path):
 
 
 def test_the_main_file_and_its_imports_are_listed_in_load_order(tmp_path):
-    path, data, paths = tree(tmp_path, 'version = 2\nimports = ["{a}", "{b}"]\n', a='version = 2\n', b='version = 2\n')
-    view = load_effective(path, data, V16)
+    view, path, paths = viewed(tmp_path, V16, 'version = 2\nimports = ["{a}", "{b}"]\n', a='version = 2\n', b='version = 2\n')
     assert view.imported() == [paths['a'], paths['b']] and os.path.isabs(view.imported()[0])
