@@ -565,3 +565,47 @@ def test_restore_keeps_a_dropin_adopted_as_it_was_before_the_baseline(config, ru
     run_module('containerd_imports', path=path, imports=[nydus], owner='coco')
     done = run_module(MOD, path=path, state='restore', **base)
     assert done['removed_files'] == [] and os.path.exists(nydus)
+
+
+# ------------------------------------------------------------------ session 16: surviving mutants
+def test_a_snapshot_waits_for_the_configs_lock(config, run_module, base):
+    """A snapshot reads the tree under config.toml's lock: an editor holding it makes the snapshot wait, then
+    fail with the lock's own message, and nothing is stored."""
+    import fcntl
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import lock_path_for
+    path = config('v2_kubeadm.toml')
+    fd = os.open(lock_path_for(path), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        res = run_module(MOD, path=path, lock_timeout=0.5, expect_fail=True, **base)
+    finally:
+        os.close(fd)
+    assert lock_path_for(path) in res['msg'], res['msg']
+    assert not glob.glob(os.path.join(base['store'], 'default', '2*'))
+
+
+def test_a_new_drop_in_makes_a_new_snapshot(config, run_module, base, workdir):
+    """overwrite: true takes a new snapshot when the tree gained a file (a glob import matching one more), even
+    though config.toml and every file the old snapshot holds are unchanged."""
+    folder = os.path.join(workdir, 'etc', 'conf.d')
+    path = config('imports = ["%s/*.toml"]\n' % folder + fixture_text('v2_kubeadm.toml'))
+    os.makedirs(folder)
+    nydus = 'version = 2\n[proxy_plugins.%s]\n  type = "snapshot"\n  address = "/run/%s.sock"\n'
+    with open(os.path.join(folder, 'a.toml'), 'w') as f:
+        f.write(nydus % ('a', 'a'))
+    first = run_module(MOD, path=path, overwrite=True, **base)
+    with open(os.path.join(folder, 'b.toml'), 'w') as f:
+        f.write(nydus % ('b', 'b'))
+    again = run_module(MOD, path=path, overwrite=True, **base)
+    assert again['changed'] and again['snapshot'] != first['snapshot']
+    assert sorted(os.path.basename(r['path']) for r in again['files']) == ['a.toml', 'b.toml', 'config.toml']
+
+
+def test_repair_names_a_baseline_without_a_config(config, run_module, base, workdir):
+    path = os.path.join(workdir, 'etc', 'config.toml')
+    os.makedirs(os.path.dirname(path))
+    run_module(MOD, path=path, **base)
+    config('v2_flat.toml')
+    failed = run_module(MOD, path=path, state='repair', expect_fail=True, **base)
+    assert "baseline 'default' recorded that %s did not exist when it was taken, so it has no keys to put back" \
+        % path in failed['msg'], failed['msg']
