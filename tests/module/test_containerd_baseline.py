@@ -609,3 +609,15 @@ def test_repair_names_a_baseline_without_a_config(config, run_module, base, work
     failed = run_module(MOD, path=path, state='repair', expect_fail=True, **base)
     assert "baseline 'default' recorded that %s did not exist when it was taken, so it has no keys to put back" \
         % path in failed['msg'], failed['msg']
+
+
+@pytest.mark.parametrize('manifest', ['[1]', '{"format": 1', '{"format": 99}'])
+def test_a_damaged_manifest_is_named(config, run_module, base, manifest):
+    path = config('v2_kubeadm.toml')
+    snap = run_module(MOD, path=path, **base)
+    target = os.path.join(snap['snapshot'], 'manifest.json')
+    os.chmod(target, 0o600)
+    with open(target, 'w') as f:
+        f.write(manifest)
+    failed = run_module(MOD, path=path, state='check', expect_fail=True, **base)
+    assert failed['msg'].startswith('the manifest of baseline %s is damaged (' % snap['snapshot']), failed['msg']
