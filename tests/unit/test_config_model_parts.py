@@ -85,3 +85,8 @@ def test_a_version_that_is_no_integer_is_named_with_the_fix():
     assert str(exc.value).startswith('/etc/containerd/config.toml: key "version" must be an integer, found \'two\'. '
                                      'Fix: set version = 2')
     assert exc.value.details == {'key': 'version', 'found': 'two'}
+
+
+@pytest.mark.parametrize('version', [2, 3, 4])
+def test_the_versions_nodeguard_edits_are_accepted(version):
+    assert detect_version('/etc/containerd/config.toml', {'version': version}) == version
