@@ -126,3 +126,26 @@ def test_a_header_with_only_a_distant_ancestor_is_indented_by_its_depth():
 def test_the_first_spelling_of_a_prefix_wins():
     doc = text_of('[plugins."cri"]\n  x = 1\n[plugins.\'cri\'.other]\n  y = 1\n')
     assert doc.render_path(('plugins', 'cri', 'new')) == 'plugins."cri".new'
+
+
+# ---------------------------------------------------------------- session 16: surviving mutants
+def test_a_literal_key_is_single_quoted_when_it_can_be():
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import render_key
+    assert render_key('io.containerd.grpc.v1.cri', literal=True) == "'io.containerd.grpc.v1.cri'"
+    assert render_key('io.containerd.grpc.v1.cri') == '"io.containerd.grpc.v1.cri"'
+    assert render_key("it's", literal=True) == '"it\'s"'
+    assert render_key('del\x7f', literal=True) == '"del\\u007f"'
+    assert render_key('runc', literal=True) == 'runc'
+
+
+def test_a_literal_key_that_runs_past_its_line_is_refused():
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlLayoutError, _parse_key
+    with pytest.raises(TomlLayoutError) as exc:
+        _parse_key("'a\nb' = 1\n", 0)
+    assert 'unterminated key at offset 0' in str(exc.value)
+
+
+def test_an_entry_says_what_it_is():
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import scan
+    entry = [e for e in scan('[a]\nb = 1\n') if e.kind == 'keyval'][0]
+    assert repr(entry) == "Entry(keyval, ('a', 'b'), 4-10)"
