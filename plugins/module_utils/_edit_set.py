@@ -135,8 +135,9 @@ def with_owned(ctx, params):
                             params['owner'])
     runtimes = list(params['runtimes'] or [])
     named = set(r.get('name') for r in runtimes)
+    # owned_resources lists every default among the runtimes too
     order = owned['defaults'] + [n for n in owned['runtimes'] if n not in owned['defaults']]
-    runtimes.extend(dict(name=n, force=False) for n in order if n in owned['runtimes'] and n not in named)
+    runtimes.extend(dict(name=n, force=False) for n in order if n not in named)
     settings = list(params['settings'] or [])
     keys = set(e.get('key') for e in settings)
     settings.extend(dict(key=k, raw=True) for k in owned['settings'] if k not in keys)
