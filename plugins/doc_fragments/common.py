@@ -94,6 +94,8 @@ options:
   follow:
     description:
       - When O(path) is a symbolic link, replace the file it points to (atomically, in that file's folder).
+      - The same for a drop-in the edit is written to (O(edit_in)) that is a link; its ledger is named after the
+        file the link points to, so an uninstall finds the records whichever name the imports use.
       - When V(false) (the default), a link is refused and nothing is written.
     type: bool
     default: false

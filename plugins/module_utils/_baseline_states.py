@@ -73,7 +73,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     run_transaction,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import clean_imports
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_key, ledger_path_for
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import dotted
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     file_version,
@@ -136,10 +136,6 @@ def _require(store, baseline, path):
 def _protect(params):
     """The protect list: the default when not given; an empty list protects nothing."""
     return list(DEFAULT_PROTECT) if params.get('protect') is None else list(params['protect'])
-
-
-def _ledger_key_path(path):
-    return os.path.realpath(path) if os.path.islink(path) else path
 
 
 def _same_snapshot(baseline, tree, include_imports):
@@ -288,7 +284,7 @@ def do_snapshot(module, store, path):
                           effective=records, problems=problems,
                           validated=judged.as_dict() if judged is not None else None)
             return result
-        lpath = ledger_path_for(params['state_dir'], _ledger_key_path(path))
+        lpath = ledger_path_for(params['state_dir'], ledger_key(path))
         ledger_raw = read_bytes(lpath)
         now, stamp = utc_now()
         config_sha = main.sha256 if main is not None else None

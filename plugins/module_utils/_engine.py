@@ -54,6 +54,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger impor
     Ledger,
     LedgerError,
     file_identity,
+    ledger_key,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlLayoutError, dotted_path, plain
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
@@ -292,8 +293,10 @@ def _file_args(module, path):
 class EditedFile(object):
     """One file of the config tree as read for an edit: bytes, document, ledger."""
 
-    def __init__(self, path, original, text, bom, doc, ledger, created=False):
-        self.path = path
+    def __init__(self, path, original, text, bom, doc, ledger, created=False, write_path=None):
+        self.path = path  # as the tree names it (the candidate's checks match files by this name)
+        # the file replaced on commit: a drop-in that is a link is written in its target's folder (follow: true)
+        self.write_path = write_path or path
         self.original = original
         self.text = text
         self.bom = bom
@@ -347,11 +350,13 @@ def _read_config(module, ctx, path, main_version=None):
         refused = bom_refused_message(path, ctx.containerd_version, doc.version)
         if refused:
             raise ConfigError(refused + ' Nothing was written.', key='path')
-    ledger = Ledger.load(params['state_dir'], path)
+    # a drop-in that is a link: refused unless follow (config.toml was resolved by open() already)
+    write_path = path if is_main else _target_path(module, path)
+    ledger = Ledger.load(params['state_dir'], write_path)
     note = ledger.recover(sha256_bytes(original or b''), file_identity(path))
     if note:
         ctx.warn(note)
-    return EditedFile(path, original, text, bom, doc, ledger, created)
+    return EditedFile(path, original, text, bom, doc, ledger, created, write_path=write_path)
 
 
 def _apply(edit, target, ctx):
@@ -406,7 +411,7 @@ def _choose_target(module, ctx, edit, main, view_before):
         # config.toml: every state in between is one containerd loads
         recorded = None
         for path in reversed(view_before.imported()):
-            if Ledger.load(module.params['state_dir'], path).select(owner=ctx.owner):
+            if Ledger.load(module.params['state_dir'], ledger_key(path)).select(owner=ctx.owner):
                 target = _read_config(module, ctx, path, main_version=main.doc.version)
                 ctx.tree_files = view_before.files
                 values_d, changes_d = _apply(edit, target, ctx)
@@ -801,7 +806,7 @@ class EditTransaction(Transaction):
         module, ctx, main = self.module, self.ctx, self.main
         target, values, changes = _choose_target(module, ctx, self.edit, main, self.view_before)
         if target is not main:
-            self.lock(target.path)
+            self.lock(target.write_path)
         self.target = target
         result = self.result
         result.update(values)
@@ -855,7 +860,7 @@ class EditTransaction(Transaction):
             raise ConfigError('refusing to write %s: the new config would not load. %s Nothing was written.'
                               % (target.path, ' '.join(checked.problems)), key=None, check_errors=checked.problems)
         uid, gid, mode = _stat_owner(module, params) if target is main else (None, None, None)
-        self.tmp = self.temp(target.path, target.new_bytes, mode=mode, uid=uid, gid=gid)
+        self.tmp = self.temp(target.write_path, target.new_bytes, mode=mode, uid=uid, gid=gid)
         if target is main:
             candidate = self.tmp
         else:
@@ -907,11 +912,11 @@ class EditTransaction(Transaction):
         module, main, target = self.module, self.main, self.target
         params = module.params
         if params.get('backup') and target.original is not None and self.backup_file is None:
-            self.backup_file = module.backup_local(target.path)
+            self.backup_file = module.backup_local(target.write_path)
         if self.backup_file:
             self.result['backup_file'] = self.backup_file
         compare = [(f.path, f.original) for f in set([main, target])]
-        if not self.commit_files(compare, [(self.tmp, target.path)],
+        if not self.commit_files(compare, [(self.tmp, target.write_path)],
                                  lambda: target.ledger.save(sha256_bytes(target.new_bytes)), target.ledger.path):
             return False
         self.result['_wrote'] = True
@@ -1090,8 +1095,7 @@ def tree_records(state_dir, path, containerd_ver):
         files = [(path, None)]
     records = []
     for file_path, _data in files:
-        key_path = os.path.realpath(file_path) if os.path.islink(file_path) else file_path
-        ledger = Ledger.load(state_dir, key_path)
+        ledger = Ledger.load(state_dir, ledger_key(file_path))
         ledger.recover(sha256_bytes(read_bytes(file_path) or b''), file_identity(file_path))
         records.extend(ledger.records)
     return records
@@ -1105,7 +1109,7 @@ def _owner_records_left(module, ctx):
                                           ctx.containerd_version).files, None
     except (ConfigError, TypeError):
         return False
-    return any(Ledger.load(module.params['state_dir'], p).select(owner=ctx.owner) for p, _d in files)
+    return any(Ledger.load(module.params['state_dir'], ledger_key(p)).select(owner=ctx.owner) for p, _d in files)
 
 
 def _merge_steps(steps):

@@ -52,6 +52,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import (
     Ledger,
     LedgerError,
+    ledger_key,
     ledger_path_for,
     owned_resources,
 )
@@ -319,7 +320,7 @@ def ledger_facts(state_dir, files):
     """One entry per file of the tree that has a ledger: its records by owner, as the engine reads them."""
     out, problems = [], []
     for path in files:
-        key_path = os.path.realpath(path) if os.path.islink(path) else path
+        key_path = ledger_key(path)
         lpath = ledger_path_for(state_dir, key_path)
         if not os.path.isfile(lpath):
             continue
@@ -396,7 +397,7 @@ def file_facts(state_dir, paths, view, ver):
         owners = []
         try:
             # records of containerd_dropin: the owner that wrote the file or created the folder
-            owners = sorted(set(str(r.get('owner')) for r in Ledger.load(state_dir, path).records
+            owners = sorted(set(str(r.get('owner')) for r in Ledger.load(state_dir, ledger_key(path)).records
                                 if r.get('kind') in ('file', 'folder')))
         except LedgerError as exc:
             problems.append(_plain_msg(exc))

@@ -50,6 +50,12 @@ def file_identity(path):
     return [st.st_ino, st.st_ctime_ns]
 
 
+def ledger_key(path):
+    """The path a file's ledger is named after: a symbolic link's target (written with follow: true, where the
+    records are), so every reader and the writer find one ledger whichever name the tree uses."""
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
 def ledger_path_for(state_dir, config_path):
     """One ledger file per config file, named after its absolute path."""
     name = os.path.abspath(config_path).strip('/').replace('%', '%25').replace('/', '%2F')

@@ -180,7 +180,6 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import LockTimeout
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import Context, exit_result
 from ansible_collections.nodeguard.containerd.plugins.module_utils._payload import (
     PayloadError,
     diff_of,
@@ -212,7 +211,6 @@ def main():
     params = dict(module.params)
     params['manifest'] = params['manifest'] or os.path.join(params['state_dir'], 'kata-payload', 'manifest.json')
     dest = os.path.abspath(params['dest'])
-    ctx = Context(module, dest)
     if os.path.normpath(dest) in REFUSED_DEST:
         module.fail_json(msg='dest %s is refused: the payload needs a folder of its own (kata-deploy: /opt/kata)'
                          % dest)
@@ -235,7 +233,8 @@ def main():
             lock.release()
     if module._diff and result.get('changed'):
         result['diff'] = diff_of(result)
-    exit_result(module, ctx, result)
+    # plain JSON types only (no tomlkit items): exit_json as it is
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':
