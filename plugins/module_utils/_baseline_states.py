@@ -382,7 +382,7 @@ def _effective_now(module, ctx, baseline, path, data, protect, judged=None):
     return records, effective_drift(before, records, same, view, ver=ctx.containerd_version), view
 
 
-def do_check(module, store, path, load_test=None):
+def do_check(module, store, path, load_test=None, ctx=None):
     params = module.params
     baseline = store.load()
     _require(store, baseline, path)
@@ -402,7 +402,7 @@ def do_check(module, store, path, load_test=None):
         else:
             result['msg'] = cmp.error
         raise Done(result, failed=True)
-    ctx = Context(module, path)
+    ctx = ctx or Context(module, path)
     judged = _judge(module, ctx, path, cmp.main.data, load_test=load_test)
     _warn_unjudged(module, path, judged.as_dict())
     problems = judged.problems + cmp.tree.problems
@@ -696,12 +696,14 @@ def do_repair(module, store, path):
 STATES = dict(snapshot=do_snapshot, check=do_check, restore=do_restore, repair=do_repair)
 
 
-def run_state(module, state, store_root, name, path, load_test=None):
+def run_state(module, state, store_root, name, path, load_test=None, ctx=None):
     """One state of containerd_baseline on the baseline store_root/name, without exiting: (result, failed).
 
     The module exits with exactly these (main below); containerd_readiness's
     baseline_drift check calls it for state check in its own run, with
-    load_test False (state check only: None keeps the module's option).
+    load_test False (state check only: None keeps the module's option) and
+    its own Context as ctx (state check only: the commands it ran already,
+    containerd's --version, are not run again).
     """
     store = None
     try:
@@ -723,7 +725,7 @@ def run_state(module, state, store_root, name, path, load_test=None):
             raise ConfigError('there is no baseline %r in %s (the folder does not exist). Fix: take one first '
                               'with state: snapshot.' % (store.name, store.root), key='name')
         if state == 'check':
-            return json_safe(do_check(module, store, path, load_test=load_test)), False
+            return json_safe(do_check(module, store, path, load_test=load_test, ctx=ctx)), False
         return json_safe(STATES[state](module, store, path)), False
     except Done as done:
         return json_safe(done.result), done.failed

@@ -30,7 +30,7 @@ OPERATOR = 'node_readiness_drift_accounted'
 _NO_BASELINE = re.compile(r'no baseline|not found|does not exist|missing baseline', re.I)
 
 
-def baseline_check(module, path, store, name):
+def baseline_check(module, path, store, name, ctx=None):
     """containerd_baseline state=check of baseline store/name against path, as that module would return it.
 
     The module's own parameters stand in for its options (lock_timeout,
@@ -41,7 +41,8 @@ def baseline_check(module, path, store, name):
     a second one on the file would cost its start-up and tell the report
     nothing. A failed check is a result too.
     """
-    result, failed = run_state(module, 'check', store, name, os.path.abspath(path), load_test=False)
+    # ctx: the readiness run's own (containerd's --version, run once, is asked again here)
+    result, failed = run_state(module, 'check', store, name, os.path.abspath(path), load_test=False, ctx=ctx)
     if failed:
         result['failed'] = True
     return result

@@ -217,7 +217,7 @@ def readiness(ctx, p, version_text, check_mode):
     # first, as the separate containerd_baseline call ran before this module (given a result, that one)
     drift_result = p['drift_result']
     if p['check_drift'] and drift_result is None:
-        drift_result = baseline_check(ctx.module, p['path'], p['baseline_store'], p['baseline_name'])
+        drift_result = baseline_check(ctx.module, p['path'], p['baseline_store'], p['baseline_name'], ctx=ctx)
     info = read_config(ctx, p)
     # on the socket the config names; reset-failed is a change, not made in check mode
     wait = wait_ready(p['service'], p['ctr'], info['address'], ctx.containerd_version, p['timeout'], p['interval'],

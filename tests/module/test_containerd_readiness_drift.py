@@ -159,3 +159,7 @@ def test_the_drift_check_starts_no_second_containerd(run_module, node, store, wo
     assert any(line.endswith('config dump') for line in logged), logged
     started = [line for line in logged if not (line.endswith('config dump') or line in ('--version', '-v'))]
     assert started == [], started
+    # the drift check runs in the readiness run's Context: containerd's version and the dump of the config
+    # are asked once per module run
+    assert logged.count('--version') == 1, logged
+    assert len([line for line in logged if line.endswith('config dump')]) == 1, logged

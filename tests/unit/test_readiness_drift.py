@@ -127,11 +127,14 @@ def test_key_paths_from_lists_strings_and_nonsense():
 def test_a_failed_check_fails_the_result_and_a_passed_one_does_not(monkeypatch):
     seen = []
 
-    def fake_run_state(module, state, store, name, path, load_test=None):
-        seen.append((state, path, load_test))
+    def fake_run_state(module, state, store, name, path, load_test=None, ctx=None):
+        seen.append((state, path, load_test, ctx))
         return dict(protected_drift=[]), name == 'bad'
 
     monkeypatch.setattr(_readiness_drift, 'run_state', fake_run_state)
-    assert _readiness_drift.baseline_check(None, 'config.toml', None, 'bad')['failed'] is True
+    caller = object()
+    assert _readiness_drift.baseline_check(None, 'config.toml', None, 'bad', ctx=caller)['failed'] is True
     assert 'failed' not in _readiness_drift.baseline_check(None, 'config.toml', None, 'good')
-    assert seen[0] == ('check', os.path.abspath('config.toml'), False)
+    # the readiness run's Context is passed on: containerd's --version is not asked twice
+    assert seen[0] == ('check', os.path.abspath('config.toml'), False, caller)
+    assert seen[1][3] is None
