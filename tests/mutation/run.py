@@ -21,13 +21,19 @@ What it does:
    must be killed, through an in-process test and through a module run as a
    subprocess.  If one survives, the tests are not importing the copy and the
    run stops.
-4. Makes every cosmic-ray mutant of the selected files (all operators; a
-   session database per file under sessions/, readable with `cr-report`),
-   drops those listed in tests/mutation/equivalents.toml (each with a
-   reason), and runs, for each remaining mutant, only the tests that run its
-   line, fastest first, stopping at the first failure (pytest -x), with a
+4. Makes the cosmic-ray mutants of the selected files (the operator set of
+   config.toml `operators` or --operators: "mutmut", mutmut's one
+   replacement per operator site, or "all"; see MUTMUT_OPERATORS; a session
+   database per file under sessions/, readable with `cr-report`), drops
+   those listed in tests/mutation/equivalents.toml (each with a reason), and
+   runs, for each remaining mutant, only the tests that run its line,
+   fastest first, stopping at the first failure (pytest -x), with a
    per-test and a per-mutant timeout.  A mutant on a line no test runs
-   survives without a run.
+   survives without a run.  Each copy has a fork server
+   (tests/mutation/forkserver.py: pytest and its plugins imported once, a
+   fork per mutant, never the collection's code); --no-fork-server starts
+   `python -m pytest` for each mutant instead.  The canaries of 3 are judged
+   the same way.
 5. Prints killed / timed out / survived per file and writes
    build/mutation/report.md and report.json (also kept in the run folder),
    with the diff of every survivor.  Exit status 1 when a file scores below
@@ -46,6 +52,7 @@ import json
 import os
 import queue
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -160,10 +167,13 @@ def test_env(tree, extra=None):
     return env
 
 
+PYTEST_BASE = ['-p', 'no:cacheprovider', '--no-header']
+
+
 def run_pytest(tree, args, env, timeout):
     """(rc or 'timeout', output tail, seconds)."""
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, '-m', 'pytest', '-p', 'no:cacheprovider', '--no-header'] + list(args),
+    proc = subprocess.Popen([sys.executable, '-m', 'pytest'] + PYTEST_BASE + list(args),
                             cwd=str(tree), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
@@ -177,6 +187,192 @@ def run_pytest(tree, args, env, timeout):
         out = proc.communicate()[0]
         rc = 'timeout'
     return rc, out.decode('utf-8', 'replace')[-6000:], time.monotonic() - start
+
+
+# -------------------------------------------------------------- fork server
+class ForkServerError(Exception):
+    """The fork server died or answered what it should not: the job runs as a subprocess instead."""
+
+
+class _Late(Exception):
+    """No answer from the fork server by the deadline."""
+
+
+# forkserver.py: SETUP_FAILED_RC, SETUP_FAILED (a child that could not start pytest)
+FORK_SETUP_FAILED_RC = 121
+FORK_SETUP_FAILED = 'nodeguard fork server: the child could not start pytest'
+FORK_SERVERS = {}   # tree -> ForkServer; judge() runs its tests there (run_tests)
+
+
+class ForkServer(object):
+    """A long-lived python per tree copy (tests/mutation/forkserver.py) that has imported pytest, its plugins,
+    hypothesis, ansible and tomlkit, never the collection nor a test, and forks a child per job that runs
+    `python -m pytest ARGS` in the tree: run() answers as run_pytest does, without ~0.5 s of imports a job."""
+
+    START_TIMEOUT = 120   # seconds for the imports
+    ANSWER_TIMEOUT = 60   # seconds for the server to fork, or to reap a child that was killed
+    MAX_STARTS = 3        # after this many (re)starts the tree's jobs run as subprocesses
+    # the plugins the server imported cannot have their asserts rewritten by pytest (which says so for each)
+    ARGS = ['-W', 'ignore::pytest.PytestAssertRewriteWarning']
+
+    def __init__(self, tree, scratch, env=None):
+        self.tree, self.scratch = Path(tree), Path(scratch)
+        self.env = dict(env if env is not None else test_env(self.tree))
+        self.proc = None
+        self.starts = self.jobs = self.fallbacks = 0
+        self.last_pid = None
+        self.last_forked = False   # whether the last job of run_tests() for this tree ran in the server
+        self._buf = b''
+
+    def usable(self):
+        return self.proc is not None or self.starts < self.MAX_STARTS
+
+    def start(self):
+        self.stop()
+        self.starts += 1
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self._buf = b''
+        self.proc = subprocess.Popen([sys.executable, str(HERE / 'forkserver.py'), str(self.scratch / 'server.log')],
+                                     cwd=str(self.tree), env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     start_new_session=True)
+        try:
+            msg = self._answer(time.monotonic() + self.START_TIMEOUT)
+        except _Late:
+            msg = {'error': 'no answer in %d s' % self.START_TIMEOUT}
+        except ForkServerError as exc:
+            msg = {'error': str(exc)}
+        if not msg.get('ready'):
+            self.stop()
+            raise ForkServerError('it could not start: %s' % msg.get('error'))
+
+    def stop(self):
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()
+            proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+
+    def _answer(self, deadline):
+        """The server's next JSON line; _Late at the deadline, ForkServerError if it ended."""
+        fd = self.proc.stdout.fileno()
+        while b'\n' not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _Late()
+            if not select.select([fd], [], [], left)[0]:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise ForkServerError('it exited (rc=%s, log: %s)' % (self.proc.poll(), self.scratch / 'server.log'))
+            self._buf += chunk
+        line, self._buf = self._buf.split(b'\n', 1)
+        try:
+            return json.loads(line.decode('utf-8'))
+        except ValueError:
+            raise ForkServerError('it answered %r' % line[:200])
+
+    @staticmethod
+    def kill_group(pid):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def run(self, args, timeout):
+        """(rc or 'timeout', output tail, seconds) of `python -m pytest ARGS` in the tree; ForkServerError if
+        the server failed (its child's process group is killed then)."""
+        if self.proc is None:
+            self.start()
+        start = time.monotonic()
+        self.jobs += 1
+        out_path = self.scratch / ('job-%d.out' % self.jobs)
+        try:
+            self.proc.stdin.write((json.dumps({'args': PYTEST_BASE + self.ARGS + list(args), 'out': str(out_path)})
+                                   + '\n').encode('utf-8'))
+            self.proc.stdin.flush()
+        except OSError as exc:
+            self.stop()
+            raise ForkServerError('it took no job (%s)' % exc)
+        pid = None
+        try:
+            msg = self._answer(start + self.ANSWER_TIMEOUT)
+            pid = self.last_pid = msg.get('pid')
+            if not isinstance(pid, int) or pid <= 1:
+                raise ForkServerError('it answered %r, not the pid of a child' % msg)
+            try:
+                msg = self._answer(start + timeout)
+                rc = msg.get('rc')
+            except _Late:
+                self.kill_group(pid)
+                msg = self._answer(time.monotonic() + self.ANSWER_TIMEOUT)   # the server reaps it
+                rc = 'timeout'
+            if rc != 'timeout' and not isinstance(rc, int):
+                raise ForkServerError('it answered %r, not an exit status' % msg)
+            try:
+                out = out_path.read_bytes()
+                out_path.unlink()
+            except OSError as exc:
+                raise ForkServerError('the child left no output (%s)' % exc)
+            text = out.decode('utf-8', 'replace')
+            if rc == FORK_SETUP_FAILED_RC and text.startswith(FORK_SETUP_FAILED):
+                raise ForkServerError(text[-2000:])
+        except (ForkServerError, _Late) as exc:
+            if pid:
+                self.kill_group(pid)
+            self.stop()
+            raise ForkServerError(str(exc) or 'no answer in time')
+        return rc, text[-6000:], time.monotonic() - start
+
+
+def run_tests(tree, args, env, timeout):
+    """run_pytest, in the tree's fork server when it has one: the same (rc or 'timeout', output tail, seconds).
+    When the server fails, the job runs as a subprocess (and the next one restarts the server)."""
+    server = FORK_SERVERS.get(tree)
+    if server is not None:
+        server.last_forked = False
+        if server.usable():
+            try:
+                result = server.run(args, timeout)
+                server.last_forked = True
+                return result
+            except ForkServerError as exc:
+                server.fallbacks += 1
+                log('fork server of %s: %s; this job runs as a subprocess%s'
+                    % (tree.name, exc, '' if server.usable() else ' (and every later one: %d starts failed)'
+                       % server.starts))
+    return run_pytest(tree, args, env, timeout)
+
+
+def start_fork_servers(trees, run_dir):
+    for tree in trees:
+        server = FORK_SERVERS[tree] = ForkServer(tree, run_dir / ('fork-%s' % tree.name))
+        try:
+            server.start()
+        except ForkServerError as exc:
+            log('fork server of %s: %s (its jobs run as subprocesses until one starts)' % (tree.name, exc))
+
+
+def fork_server_summary(trees, off):
+    if off:
+        return 'off (--no-fork-server)'
+    servers = [FORK_SERVERS[t] for t in trees if t in FORK_SERVERS]
+    if not servers:
+        return 'off (no server passed the canaries)'
+    return '%d of %d copies: %d jobs, %d run as subprocesses after a server failed, %d starts' % (
+        len(servers), len(trees), sum(s.jobs for s in servers), sum(s.fallbacks for s in servers),
+        sum(s.starts for s in servers))
+
+
+def stop_fork_servers(trees):
+    for tree in trees:
+        server = FORK_SERVERS.pop(tree, None)
+        if server is not None:
+            server.stop()
 
 
 # -------------------------------------------------------------------- trace
@@ -239,6 +435,152 @@ def trace_tests(tree, cfg, workers, cache_dir):
     return merged
 
 
+# ---------------------------------------------------------------- operators
+# The operator sets (config.toml `operators`, --operators). "all": every cosmic-ray operator (but the two that
+# need per-run arguments) at every position, and the two membership operators below. "mutmut": the replacements
+# mutmut makes (boxed/mutmut, mutmut/node_mutation.py: _operator_mapping, _keyword_mapping, operator_name,
+# operator_remove_unary_ops, operator_number; the same table as mutmut 2.x's operator_mutation), one replacement
+# per binary or comparison site instead of cosmic-ray's 11 or 7, and the cosmic-ray operators mutmut has no
+# counterpart for, which make one mutant per site. Each entry: the cosmic-ray operator name, and which of its
+# positions are kept (None: every one; else a test of (node, index of the position at that node)). The names are
+# checked against cosmic-ray's before a run (operator_table).
+def _first_at_node(_node, index):
+    """NumberReplacer makes n + 1, then n - 1 at each number: mutmut makes n + 1 only."""
+    return index == 0
+
+
+def _not_a_negation_already_made(node, _index):
+    """AddNot puts `not` before the condition of an if / while / assert / conditional expression. When that
+    condition is `not x`, or one `==`, `!=`, `is`, `is not`, `in` or `not in` comparison, the set already has
+    its exact negation (`x`; the opposite operator, for every type whose `!=` is the negation of its `==`):
+    the AddNot mutant would be a second copy of that mutant, judged twice."""
+    cond = node.children[2] if node.type == 'test' else node.children[1]
+    if cond.type == 'not_test':
+        return False
+    if cond.type == 'comparison' and len(cond.children) == 3:
+        negation = NEGATIONS.get(cond.children[1].get_code().strip())
+        return not (negation and any(True for _pos in _operator(negation).mutation_positions(cond)))
+    return True
+
+
+MUTMUT_OPERATORS = {
+    # binary operators: + -> -, - -> +, * -> /, / -> *, // -> /, % -> /, ** -> *, << -> >>, >> -> <<,
+    # & -> |, | -> &, ^ -> &
+    'core/ReplaceBinaryOperator_Add_Sub': None,
+    'core/ReplaceBinaryOperator_Sub_Add': None,
+    'core/ReplaceBinaryOperator_Mul_Div': None,
+    'core/ReplaceBinaryOperator_Div_Mul': None,
+    'core/ReplaceBinaryOperator_FloorDiv_Div': None,
+    'core/ReplaceBinaryOperator_Mod_Div': None,
+    'core/ReplaceBinaryOperator_Pow_Mul': None,
+    'core/ReplaceBinaryOperator_LShift_RShift': None,
+    'core/ReplaceBinaryOperator_RShift_LShift': None,
+    'core/ReplaceBinaryOperator_BitAnd_BitOr': None,
+    'core/ReplaceBinaryOperator_BitOr_BitAnd': None,
+    'core/ReplaceBinaryOperator_BitXor_BitAnd': None,
+    # comparisons: < -> <=, <= -> <, > -> >=, >= -> >, == -> !=, != -> ==, is -> is not, is not -> is,
+    # in -> not in, not in -> in (cosmic-ray makes no `== None` -> `!= None`: it allows only `is not` there)
+    'core/ReplaceComparisonOperator_Lt_LtE': None,
+    'core/ReplaceComparisonOperator_LtE_Lt': None,
+    'core/ReplaceComparisonOperator_Gt_GtE': None,
+    'core/ReplaceComparisonOperator_GtE_Gt': None,
+    'core/ReplaceComparisonOperator_Eq_NotEq': None,
+    'core/ReplaceComparisonOperator_NotEq_Eq': None,
+    'core/ReplaceComparisonOperator_Is_IsNot': None,
+    'core/ReplaceComparisonOperator_IsNot_Is': None,
+    'nodeguard/ReplaceComparisonOperator_In_NotIn': None,
+    'nodeguard/ReplaceComparisonOperator_NotIn_In': None,
+    # unary: mutmut drops `not` and `~`, and swaps unary - and +
+    'core/ReplaceUnaryOperator_Delete_Not': None,
+    'core/ReplaceUnaryOperator_Delete_Invert': None,
+    'core/ReplaceUnaryOperator_USub_UAdd': None,
+    'core/ReplaceUnaryOperator_UAdd_USub': None,
+    # and <-> or, True <-> False, break <-> continue (mutmut 2.x; 3.x: continue -> break, break -> return)
+    'core/ReplaceAndWithOr': None,
+    'core/ReplaceOrWithAnd': None,
+    'core/ReplaceTrueWithFalse': None,
+    'core/ReplaceFalseWithTrue': None,
+    'core/ReplaceBreakWithContinue': None,
+    'core/ReplaceContinueWithBreak': None,
+    # a number n -> n + 1 (mutmut); cosmic-ray's n - 1 is left out
+    'core/NumberReplacer': _first_at_node,
+    # a decorator removed (mutmut 2.x's decorator_mutation)
+    'core/RemoveDecorator': None,
+    # no mutmut counterpart, kept: one mutant per site, each a different fault than the ones above (a negated
+    # condition, a loop that never runs, an except clause that catches nothing)
+    'core/AddNot': _not_a_negation_already_made,
+    'core/ZeroIterationForLoop': None,
+    'core/ExceptionReplacer': None,
+}
+OPERATOR_SETS = ('mutmut', 'all')
+# the comparison operator whose mutant is the exact negation of a comparison (see _not_a_negation_already_made)
+NEGATIONS = {'==': 'core/ReplaceComparisonOperator_Eq_NotEq', '!=': 'core/ReplaceComparisonOperator_NotEq_Eq',
+             'is': 'core/ReplaceComparisonOperator_Is_IsNot', 'is not': 'core/ReplaceComparisonOperator_IsNot_Is',
+             'in': 'nodeguard/ReplaceComparisonOperator_In_NotIn',
+             'not in': 'nodeguard/ReplaceComparisonOperator_NotIn_In'}
+_MEMBERSHIP = {}
+
+
+def _membership_operators():
+    """cosmic-ray 8.7 has no operator for `in` / `not in`: these two make mutmut's `in` -> `not in` and back,
+    the way cosmic-ray's comparison operators do (the operator token replaced, at each place in a chain)."""
+    if _MEMBERSHIP:
+        return _MEMBERSHIP
+    import parso
+    from cosmic_ray.operators.operator import Example, Operator
+
+    def make(from_op, to_op):
+        class ReplaceMembership(Operator):
+            def mutation_positions(self, node):
+                for _i, op in self._points(node):
+                    yield op.start_pos, op.end_pos
+
+            def mutate(self, node, index):
+                i = list(self._points(node))[index][0]
+                node.children[i] = parso.parse(' ' + to_op)
+                return node
+
+            @staticmethod
+            def _points(node):
+                if node.type == 'comparison':
+                    for i in range(1, len(node.children), 2):
+                        if node.children[i].get_code().strip() == from_op:
+                            yield i, node.children[i]
+
+            @classmethod
+            def examples(cls):
+                return (Example('x %s y' % from_op, 'x %s y' % to_op),)
+        return ReplaceMembership
+    _MEMBERSHIP['nodeguard/ReplaceComparisonOperator_In_NotIn'] = make('in', 'not in')
+    _MEMBERSHIP['nodeguard/ReplaceComparisonOperator_NotIn_In'] = make('not in', 'in')
+    return _MEMBERSHIP
+
+
+def _operator(name):
+    import cosmic_ray.plugins
+    return (_membership_operators().get(name) or cosmic_ray.plugins.get_operator(name))()
+
+
+def operator_table(which, exclude=()):
+    """[(operator name, operator, position filter or None)] of the set `which` ('mutmut' or 'all')."""
+    import cosmic_ray.plugins
+    if which not in OPERATOR_SETS:
+        raise SystemExit('operators: %r is not one of %s' % (which, ', '.join(OPERATOR_SETS)))
+    names = [n for n in cosmic_ray.plugins.operator_names()
+             if not cosmic_ray.plugins.get_operator(n).arguments()]   # VariableReplacer/Inserter: not used
+    names += sorted(_membership_operators())
+    unknown = sorted(set(MUTMUT_OPERATORS) - set(names))
+    if unknown:
+        raise SystemExit('this cosmic-ray has no operator %s (tests/mutation/run.py: MUTMUT_OPERATORS)'
+                         % ', '.join(unknown))
+    names = [n for n in names if (which == 'all' or n in MUTMUT_OPERATORS)
+             and not any(fnmatch.fnmatch(n, pat) for pat in exclude)]
+    keep = dict((n, MUTMUT_OPERATORS[n] if which == 'mutmut' else None) for n in names)
+    if 'core/AddNot' in keep and not set(NEGATIONS.values()) <= set(names):
+        keep['core/AddNot'] = None   # a negation it would copy is excluded (config.toml): every AddNot is new
+    return [(n, _operator(n), keep[n]) for n in names]
+
+
 # ------------------------------------------------------------------ mutants
 def _statement_lines(node):
     """The lines a mutation at node can be seen running on: its statement (a header only, for if/for/def...)."""
@@ -284,8 +626,8 @@ def _format_group(op_name, node):
     return 'str%%tuple@%d:%d' % node.start_pos
 
 
-def make_mutants(tree, cfg, name, only_lines=None):
-    import cosmic_ray.plugins
+def make_mutants(tree, cfg, name, only_lines=None, operators=None):
+    """(source, [mutant]) of one file, with the operator set `operators` (default: config.toml's, else mutmut)."""
     from cosmic_ray.ast import ast_nodes, get_ast
     from cosmic_ray.mutating import mutate_code
 
@@ -293,16 +635,15 @@ def make_mutants(tree, cfg, name, only_lines=None):
     code = path.read_text(encoding='utf-8')
     module_ast = get_ast(code)
     mutants = []
-    for op_name in cosmic_ray.plugins.operator_names():
-        op_class = cosmic_ray.plugins.get_operator(op_name)
-        if op_class.arguments():
-            continue  # VariableReplacer/Inserter need per-run arguments: not used
-        if any(fnmatch.fnmatch(op_name, pat) for pat in cfg.get('exclude_operators', [])):
-            continue
-        operator = op_class()
-        positions = [(node, start, end) for node in ast_nodes(module_ast)
-                     for start, end in operator.mutation_positions(node)]
-        for occurrence, (node, start, end) in enumerate(positions):
+    table = operator_table(operators or cfg.get('operators', 'mutmut'), cfg.get('exclude_operators', []))
+    for op_name, operator, keep in table:
+        # occurrence: cosmic-ray's own count of the operator's positions in the file (all of them), so a
+        # session's work item names the same mutant whichever set made it
+        positions = [(node, index, start, end) for node in ast_nodes(module_ast)
+                     for index, (start, end) in enumerate(operator.mutation_positions(node))]
+        for occurrence, (node, index, start, end) in enumerate(positions):
+            if keep is not None and not keep(node, index):
+                continue
             lines = _statement_lines(node)
             if only_lines is not None and not (lines & only_lines) and start[0] not in only_lines:
                 continue
@@ -400,8 +741,8 @@ def judge(tree, cfg, mutant, original, tests, total, slowest):
     whole = cfg['timeout_floor'] + cfg['timeout_factor'] * total
     target.write_text(mutant['code'], encoding='utf-8')
     try:
-        rc, out, secs = run_pytest(tree, ['-x', '-q', '--timeout=%d' % per_test, '--'] + tests, test_env(tree),
-                                   timeout=whole)
+        rc, out, secs = run_tests(tree, ['-x', '-q', '--timeout=%d' % per_test, '--'] + tests, test_env(tree),
+                                  timeout=whole)
     finally:
         target.write_text(original, encoding='utf-8')
     if rc == 'timeout' or 'Timeout (>' in out or '+++++ Timeout' in out:
@@ -416,7 +757,9 @@ def judge(tree, cfg, mutant, original, tests, total, slowest):
 
 
 def check_canaries(trees, cfg, trace, excluded):
-    """A mutant that breaks every import must be killed in each copy, in process and in a module subprocess."""
+    """A mutant that breaks every import must be killed in each copy, in process and in a module subprocess,
+    judged as the mutants are: in the copy's fork server when there is one (so its children import the copy's
+    code, not something the server holds)."""
     subprocess_tests = [n for n in trace['tests'] if n.startswith('tests/module/') and n not in excluded]
     inprocess_tests = [n for n in trace['tests'] if n.startswith('tests/unit/test_ledger') and n not in excluded]
     for tree in trees:
@@ -429,7 +772,14 @@ def check_canaries(trees, cfg, trace, excluded):
             if outcome != KILLED or 'nodeguard mutation canary' not in out:
                 raise SystemExit('canary in %s survived (%s) running %s: the tests do not import the copy. '
                                  'Output:\n%s' % (tree, outcome, tests, out))
-    log('canaries killed in every copy (in process and through a module subprocess)')
+            server = FORK_SERVERS.get(tree)
+            if server is not None and not server.last_forked:
+                # its children were not shown to import the copy: none judges a mutant
+                log('canary in %s ran as a subprocess, not in the fork server: every mutant of this copy will'
+                    % tree.name)
+                FORK_SERVERS.pop(tree).stop()
+    log('canaries killed in every copy (in process and through a module subprocess%s)'
+        % (', in the fork servers' if FORK_SERVERS else ''))
 
 
 def run_jobs(trees, cfg, originals, work, produced, deadline, on_result):
@@ -486,6 +836,9 @@ def write_report(run_dir, meta, rows, records, out_dir):
              '- started %s, finished %s (%s)' % (meta['started'], meta['finished'], meta['elapsed']),
              '- tree: %s (HEAD %s), mode: %s, workers: %d, tool: cosmic-ray %s'
              % (meta['tree'], meta['head'], meta['mode'], meta['workers'], meta['cosmic_ray']),
+             '- operators: %s (%s cosmic-ray operators; docs/testing.md, "Session 17"), fork server: %s'
+             % (meta.get('operators', 'all'), len(meta.get('operator_names', [])) or 'all the',
+                meta.get('fork_server', 'off')),
              '- command: `%s`' % meta['command'],
              '- tests per mutant: %s' % ('all that run its line' if not meta.get('max_tests') else
                                          'at most %d of those that run its line (kills can only be under-counted)'
@@ -610,6 +963,13 @@ def main(argv=None):
                     help='stop starting mutants after this long; the rest is reported as not run')
     ap.add_argument('--limit', type=int, default=None, help='at most this many mutants per file (a sample)')
     ap.add_argument('--keep', action='store_true', help='keep the tree copies after the run')
+    ap.add_argument('--operators', choices=OPERATOR_SETS, default=None,
+                    help="the operator set: mutmut's replacements (one per binary or comparison site) and the "
+                         "cosmic-ray operators mutmut has no counterpart for, or all of cosmic-ray's (default: "
+                         "config.toml's operators, else mutmut)")
+    ap.add_argument('--no-fork-server', action='store_true',
+                    help='judge each mutant in a new `python -m pytest` process, not in a fork of a server '
+                         'that has imported pytest and its plugins once per copy')
     ap.add_argument('--rescore', metavar='REPORT_JSON', help='run nothing: apply equivalents.toml to a report.json '
                     'again (after listing mutants there) and rewrite build/mutation/report.md')
     args = ap.parse_args(argv)
@@ -623,6 +983,10 @@ def main(argv=None):
     except ImportError:
         raise SystemExit('cosmic-ray is not installed in this Python (%s): run `make deps`' % sys.executable)
     cfg, equivalents = load_config()
+    if args.operators:
+        cfg['operators'] = args.operators
+    cfg.setdefault('operators', 'mutmut')
+    operator_names = [n for n, _op, _keep in operator_table(cfg['operators'], cfg.get('exclude_operators', []))]
     MAX_TESTS[0] = args.max_tests
     workers = max(1, min(2, args.workers or cfg['workers']))
     started = datetime.datetime.now()
@@ -660,6 +1024,9 @@ def main(argv=None):
         for n in sorted(excluded):
             log('left out: %s (%s)' % (n, excluded[n]))
         log('test map: %d tests' % len(trace['tests']))
+        log('operators: %s (%d cosmic-ray operators)' % (cfg['operators'], len(operator_names)))
+        if not args.no_fork_server:
+            start_fork_servers(trees, run_dir)
         check_canaries(trees, cfg, trace, excluded)
 
         records, originals, queued = [], {}, [0]
@@ -753,7 +1120,9 @@ def main(argv=None):
                     head=git('rev-parse', '--short', args.rev).strip(), max_tests=args.max_tests,
                     mode='changed lines against %s' % args.base if args.changed else 'all lines',
                     workers=workers, cosmic_ray=cr_version, command=' '.join(['run.py'] + (argv or sys.argv[1:])),
-                    excluded_tests=excluded, mutants_per_minute=round(per_minute, 1))
+                    excluded_tests=excluded, mutants_per_minute=round(per_minute, 1),
+                    operators=cfg['operators'], operator_names=operator_names,
+                    fork_server=fork_server_summary(trees, args.no_fork_server))
         save_sessions(run_dir, cfg, files, records)
         write_report(run_dir, meta, rows, records, out_dir)
         print_table(rows)
@@ -765,9 +1134,11 @@ def main(argv=None):
             return 1
         return 0
     finally:
+        stop_fork_servers(trees)
         if not args.keep:
             for tree in trees:
                 shutil.rmtree(tree, ignore_errors=True)
+                shutil.rmtree(run_dir / ('fork-%s' % tree.name), ignore_errors=True)
 
 
 if __name__ == '__main__':
