@@ -201,9 +201,10 @@ def _write_temp_chunks(path, chunks, mode, uid, gid):
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-        os.fchmod(fd, mode)
+        # owner first: chown clears the setuid and setgid bits (even for root), so the mode goes last
         if uid != -1 or gid != -1:
             os.fchown(fd, uid, gid)
+        os.fchmod(fd, mode)
         os.fsync(fd)
     except BaseException:
         os.close(fd)

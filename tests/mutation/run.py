@@ -860,6 +860,9 @@ def write_report(run_dir, meta, rows, records, out_dir):
                  % (tot['total'], tot[KILLED], tot[TIMEOUT], tot[SURVIVED] + tot[UNCOVERED], tot[UNCOVERED],
                     tot[EQUIVALENT], tot[INCOMPETENT], tot[NOT_RUN], tot['by_sibling'],
                     pct(100.0 * (tot[KILLED] + tot[TIMEOUT]) / tot['judged'] if tot['judged'] else None)))
+    for rc in meta.get('rechecks', []):
+        lines.append('- rechecked %s at %s: %d of %d survivors killed by `%s` (no test map: only these tests ran)'
+                     % (rc['at'], rc['head'], rc['killed'], rc['of'], ' '.join(rc['tests'])))
     if meta.get('excluded_tests'):
         lines += ['', '## Tests left out (failed on the unmutated copy, or excluded in config.toml)', '']
         lines += ['- `%s`: %s' % (n, why) for n, why in sorted(meta['excluded_tests'].items())]
@@ -944,6 +947,132 @@ def rescore(report_json):
     return 0
 
 
+def survivor_keys(records, files=None):
+    """{file: [(operator, old, new, line)]} of the mutants a report left alive (survived, on no test's line,
+    incompetent), in the report's order."""
+    out = {}
+    for r in records:
+        if r['outcome'] in (SURVIVED, UNCOVERED, INCOMPETENT) and (not files or r['file'] in files):
+            out.setdefault(r['file'], []).append((r['operator'], r['old'], r['new'], r['start'][0]))
+    return out
+
+
+def match_survivors(mutants, keys):
+    """The mutants of a file made now that match the report's survivors: by operator, changed text and line
+    first; a survivor whose line moved (lines added above it) then takes the nearest alike mutant no survivor
+    took. Two alike survivors never take one mutant. Also the keys matched by none (changed since)."""
+    chosen, left, free = [], [], list(mutants)
+    for k in keys:
+        hit = next((m for m in free if (m['operator'], m['old'], m['new'], m['start'][0]) == k), None)
+        if hit is None:
+            left.append(k)
+        else:
+            free.remove(hit)
+            chosen.append(hit)
+    unmatched = []
+    for k in left:
+        alike = [m for m in free if (m['operator'], m['old'], m['new']) == k[:3]]
+        if not alike:
+            unmatched.append(k)
+            continue
+        hit = min(alike, key=lambda m: abs(m['start'][0] - k[3]))
+        free.remove(hit)
+        chosen.append(hit)
+    chosen.sort(key=lambda m: (m['start'][0], m['occurrence']))
+    return chosen, unmatched
+
+
+def mark_rechecked(records, killed, tests):
+    """Mark the report's survivors that a recheck killed ([(mutant, outcome)]): each kill goes to the alike
+    survivor of the report on its line, else to the nearest alike one; each keeps what it was and the tests
+    that killed it."""
+    for mutant, outcome in killed:
+        alike = [r for r in records if r['outcome'] in (SURVIVED, UNCOVERED, INCOMPETENT)
+                 and (r['file'], r['operator'], r['old'], r['new'])
+                 == (mutant['file'], mutant['operator'], mutant['old'], mutant['new'])]
+        if not alike:
+            continue
+        r = min(alike, key=lambda r: abs(r['start'][0] - mutant['start'][0]))
+        r.update(was=r['outcome'], outcome=outcome, killed_by=mutant['killed_by'], rechecked_with=list(tests))
+
+
+def recheck(args, cfg):
+    """Judge a report's survivors again with the given tests only (no test map): the mutants they kill are
+    marked killed in the report (killed_by, rechecked_with), which is written again with its per-file scores.
+    For checking that new tests kill what a full run left alive, without a second full run; the report says
+    which mutants a recheck decided."""
+    report_json = Path(args.recheck)
+    with open(report_json) as f:
+        data = json.load(f)
+    cfg['operators'] = data['meta'].get('operators', cfg['operators'])   # the mutants the report judged
+    records = data['mutants']
+    keys = survivor_keys(records, args.files)
+    if not keys:
+        log('no survivors in %s%s' % (report_json, ' for ' + ', '.join(args.files) if args.files else ''))
+        return 0
+    started = datetime.datetime.now()
+    out_dir = REPO / 'build' / 'mutation'
+    run_dir = out_dir / ('recheck-%s-%s' % (started.strftime('%Y%m%d-%H%M%S'), uuid.uuid4().hex[:4]))
+    workers = max(1, min(2, args.workers or cfg['workers']))
+    trees = [run_dir / ('w%d' % i) for i in range(workers)]
+    log('recheck of %d survivors in %d files with %s; copying the %s into %s'
+        % (sum(len(v) for v in keys.values()), len(keys), ' '.join(args.with_tests),
+           'working tree' if args.tree == 'worktree' else 'HEAD', run_dir))
+    for tree in trees:
+        copy_tree(tree, args.tree, args.overlay, args.rev)
+    try:
+        if not args.no_fork_server:
+            start_fork_servers(trees, run_dir)
+        canary_map = {'tests': {'tests/unit/test_ledger.py': {}, 'tests/module/test_containerd_info.py': {}}}
+        check_canaries(trees, cfg, canary_map, {})
+        originals, work, produced = {}, queue.Queue(), threading.Event()
+        by_key = {}
+        for name, file_keys in sorted(keys.items()):
+            if not (trees[0] / cfg['source'] / name).exists():
+                log('%s: gone from the tree; its %d survivors stay as they are' % (name, len(file_keys)))
+                continue
+            code, mutants = make_mutants(trees[0], cfg, name)
+            originals[name] = code
+            chosen, unmatched = match_survivors(mutants, file_keys)
+            for k in unmatched:
+                log('%s:%d: no mutant matches %s %r -> %r now (the line changed?); left as it was'
+                    % (name, k[3], k[0], k[1], k[2]))
+            for m in chosen:
+                by_key.setdefault((name, m['operator'], m['old'], m['new']), []).append(m)
+                # no map, so no traced durations: as if the tests took a minute, the slowest 12 s
+                work.put((m, list(args.with_tests), 60.0, 12.0))
+        produced.set()
+        killed = []
+
+        def on_result(mutant, outcome, out, secs):
+            if outcome in (KILLED, TIMEOUT):
+                mutant['killed_by'] = _first_failure(out) if outcome == KILLED else 'timeout'
+                killed.append((mutant, outcome))
+            log('%s:%d %s %s' % (mutant['file'], mutant['start'][0], mutant['operator'], outcome))
+
+        run_jobs(trees, cfg, originals, work, produced, float('inf'), on_result)
+    finally:
+        stop_fork_servers(trees)
+        if not args.keep:
+            for tree in trees:
+                shutil.rmtree(tree, ignore_errors=True)
+                shutil.rmtree(run_dir / ('fork-%s' % tree.name), ignore_errors=True)
+    mark_rechecked(records, killed, args.with_tests)
+    files = [row['file'] for row in data['files']]
+    rows = summarise(files, records)
+    meta = dict(data['meta'])
+    meta.setdefault('rechecks', []).append(dict(
+        at=started.isoformat(timespec='seconds'), tests=list(args.with_tests), head=git('rev-parse', '--short',
+                                                                                       'HEAD').strip(),
+        killed=len(killed), of=sum(len(v) for v in by_key.values())))
+    # written where the report is (build/mutation/ for the last run's), never over another report
+    write_report(report_json.parent, meta, rows, records, report_json.parent)
+    print_table(rows)
+    log('recheck: %d of %d survivors killed; report: %s' % (len(killed), sum(len(v) for v in by_key.values()),
+                                                           report_json.parent / 'report.md'))
+    return 0
+
+
 # --------------------------------------------------------------------- main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
@@ -972,9 +1101,16 @@ def main(argv=None):
                          'that has imported pytest and its plugins once per copy')
     ap.add_argument('--rescore', metavar='REPORT_JSON', help='run nothing: apply equivalents.toml to a report.json '
                     'again (after listing mutants there) and rewrite build/mutation/report.md')
+    ap.add_argument('--recheck', metavar='REPORT_JSON',
+                    help="judge that report's survivors again with --with-tests only (no test map) and mark "
+                         "those killed in it, with the tests that killed them; --files limits it to some files")
+    ap.add_argument('--with-tests', nargs='+', default=[], metavar='TEST',
+                    help='with --recheck: the test files or node ids that judge the survivors')
     args = ap.parse_args(argv)
     if args.rescore:
         return rescore(Path(args.rescore))
+    if args.recheck and not args.with_tests:
+        ap.error('--recheck needs --with-tests')
 
     try:
         import cosmic_ray  # noqa: F401 pylint: disable=unused-import
@@ -988,6 +1124,8 @@ def main(argv=None):
     cfg.setdefault('operators', 'mutmut')
     operator_names = [n for n, _op, _keep in operator_table(cfg['operators'], cfg.get('exclude_operators', []))]
     MAX_TESTS[0] = args.max_tests
+    if args.recheck:
+        return recheck(args, cfg)
     workers = max(1, min(2, args.workers or cfg['workers']))
     started = datetime.datetime.now()
     t0 = time.monotonic()

@@ -325,3 +325,40 @@ def test_the_runner_and_the_server_agree_on_a_failed_child():
     spec.loader.exec_module(server)
     run = _runner()
     assert (server.SETUP_FAILED_RC, server.SETUP_FAILED) == (run.FORK_SETUP_FAILED_RC, run.FORK_SETUP_FAILED)
+
+
+def test_a_recheck_judges_the_reports_survivors_only_and_marks_those_killed():
+    run = _runner()
+
+    def rec(op, old, new, line, outcome):
+        return dict(file='_a.py', operator=op, old=old, new=new, start=[line, 4], outcome=outcome)
+    report = [
+        rec('op/X', 'self.dirty = True', 'self.dirty = False', 123, run.KILLED),
+        rec('op/X', 'self.dirty = True', 'self.dirty = False', 164, run.SURVIVED),
+        rec('op/X', 'a < b', 'a <= b', 20, run.SURVIVED),
+        rec('op/Y', 'x', 'not x', 30, run.KILLED),
+        rec('op/Z', 'y', 'not y', 40, run.UNCOVERED),
+        dict(rec('op/X', 'c < d', 'c <= d', 50, run.SURVIVED), file='_b.py'),
+    ]
+    keys = run.survivor_keys(report, ['_a.py'])
+    assert keys == {'_a.py': [('op/X', 'self.dirty = True', 'self.dirty = False', 164), ('op/X', 'a < b', 'a <= b', 20),
+                              ('op/Z', 'y', 'not y', 40)]}
+
+    def made(op, old, new, line, n):
+        return dict(file='_a.py', operator=op, old=old, new=new, start=[line, 4], occurrence=n)
+    # made now, after a line was added above line 20: the alike mutant of line 123 (killed in the report) is
+    # not judged again; the survivor of line 20 takes its alike mutant on line 21
+    now = [made('op/X', 'a < b', 'a <= b', 21, 0), made('op/X', 'self.dirty = True', 'self.dirty = False', 124, 1),
+           made('op/X', 'self.dirty = True', 'self.dirty = False', 165, 2), made('op/Y', 'x', 'not x', 31, 0)]
+    keys['_a.py'][0] = keys['_a.py'][0][:3] + (165,)   # as the report would say of the moved line
+    chosen, unmatched = run.match_survivors(now, keys['_a.py'])
+    assert [(m['start'][0], m['occurrence']) for m in chosen] == [(21, 0), (165, 2)]
+    # a survivor whose line changed matches nothing and is said
+    assert unmatched == [('op/Z', 'y', 'not y', 40)]
+    chosen[1]['killed_by'] = 'FAILED tests/unit/test_new.py::test_it'
+    run.mark_rechecked(report, [(chosen[1], run.KILLED)], ['tests/unit/test_new.py'])
+    assert [r['outcome'] for r in report] == [run.KILLED, run.KILLED, run.SURVIVED, run.KILLED, run.UNCOVERED,
+                                              run.SURVIVED]
+    assert report[1]['was'] == run.SURVIVED and report[1]['rechecked_with'] == ['tests/unit/test_new.py']
+    assert report[1]['killed_by'] == 'FAILED tests/unit/test_new.py::test_it'
+    assert 'was' not in report[0] and 'was' not in report[5]
