@@ -10,11 +10,11 @@ win), and merges them by its own version's rules (facts note, measured on
 - 1.x: an imported file's ``plugins.<id>`` table replaces the main one's
   whole; ``proxy_plugins``/``stream_processors`` entries are replaced one by
   one; top-level lists are appended; other top-level tables deep-merge.
-- 2.x: every file is migrated to version 3 first, then plugin tables
-  deep-merge (arrays inside them are replaced); a version 2 drop-in's CRI
-  ``containerd`` table (runtimes, default runtime) is dropped when the merge
-  already holds a version 3 ``containerd`` table; a version-less drop-in that
-  uses version 2 plugin ids is ignored.
+- 2.x: plugin tables deep-merge (arrays inside them are replaced), then the
+  merged version 2 CRI table moves to the version 3 plugins when the last
+  file read with a version line says version = 2 (``migrate_merged_v2``); a
+  version-less drop-in that uses version 2 plugin ids is ignored.
+- every version: a file whose ``imports`` is not a list is refused.
 
 The view keeps, for every key, the file its value came from, so a module can
 say where a change lives and whether it is in effect.  The model is
@@ -32,6 +32,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,
+    ConfigError,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path, get_in
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
@@ -72,52 +73,74 @@ def translate_v2_path(path):
     return ('plugins', CRI_V3_RUNTIME) + rest
 
 
-def _migrate_v2_to_v3(data, merged_so_far):
-    """A version 2 drop-in's data in version 3 layout, as containerd 2.x reads it under a version 3 main file.
+def migrate_merged_v2(merged, origin, migrate=True, order=()):
+    """containerd 2.x reading the merged version 2 CRI table; {(file, path): why} of the keys it does not read.
 
-    Measured on 2.1: its CRI ``containerd`` table is dropped when the merge
-    already holds a version 3 one; its runtime-plugin keys do not override
-    keys the version 3 table already sets; its image keys do.
+    Measured on 2.1 (config dump): the merged files are migrated only when
+    the last one read with a version line says version = 2 (migrate);
+    otherwise only the gRPC plugin's own keys are read.  Image keys replace
+    the images plugin's whole; runtime keys (``containerd.<key>`` one by one)
+    count only where the merged version 3 runtime table has no such key;
+    snapshotter, disable_snapshot_annotations and discard_unpacked_layers
+    move only when the CRI ``containerd`` table has a ``runtimes`` table (an
+    empty one will do), else they are dropped.  order: the files in load
+    order, to name the last one behind each plugin table.
     """
-    out = dict((k, v) for k, v in data.items() if k != 'plugins')
-    plugins = dict((k, v) for k, v in (data.get('plugins') or {}).items() if k != CRI_V2)
-    cri = (data.get('plugins') or {}).get(CRI_V2)
-    if isinstance(cri, dict):
-        has_v3_containerd = isinstance(get_in(merged_so_far, ('plugins', CRI_V3_RUNTIME, 'containerd')), dict)
-        for leaf_path, value in iter_leaves(cri, ('plugins', CRI_V2)):
-            new = translate_v2_path(leaf_path)
-            if new == ('plugins', CRI_V3_IMAGES, 'snapshotter') and get_in(merged_so_far, new) is not None:
-                continue  # measured on 2.1: the version 3 snapshotter stays
-            if new[:2] == ('plugins', CRI_V3_RUNTIME):
-                if has_v3_containerd and new[:3] == ('plugins', CRI_V3_RUNTIME, 'containerd'):
-                    continue
-                if get_in(merged_so_far, new) is not None:
-                    continue
-            _set(plugins, new[1:], value)
-    out['plugins'] = plugins
-    return out
-
-
-def migrate_merged_v2(merged, origin):
-    """containerd 2.x reading a version 2 main file: the merged CRI table moves to the version 3 plugins."""
     cri = get_in(merged, ('plugins', CRI_V2))
     if not isinstance(cri, dict):
-        return
-    keep = {}
-    for leaf_path, value in list(iter_leaves(cri, ('plugins', CRI_V2))):
-        new = translate_v2_path(leaf_path)
-        source = origin.pop(leaf_path, None)
-        if new[:2] == ('plugins', CRI_V2):
-            _set(keep, new[2:], value)
+        return {}
+    came_from = dict((p, origin.pop(p)) for p in list(origin) if p[:2] == ('plugins', CRI_V2) and len(p) > 2)
+    containerd = cri.get('containerd')
+    has_runtimes = isinstance(containerd, dict) and 'runtimes' in containerd
+    keep, unread, owners = {}, {}, {}
+    for old, value in _cri_keys(cri):
+        new = translate_v2_path(old)
+        sources = dict((new + p[len(old):], s) for p, s in came_from.items() if p[:len(old)] == old)
+        why = None
+        if new[1] == CRI_V2:
+            _set(keep, old[2:], value)  # the gRPC plugin reads these as they are
+        elif not migrate:
+            why = 'a version 3 file is read after it, and containerd 2.x then migrates no version 2 CRI table'
+        elif old[2] == 'containerd' and old[-1] in _V2_IMAGES_CONTAINERD_KEYS and not has_runtimes:
+            why = ('containerd 2.x moves containerd.%s of a version 2 CRI table to the images plugin only when '
+                   'that table has a runtimes table' % old[-1])
+        elif new[1] == CRI_V3_RUNTIME and get_in(merged, new) is not None:
+            why = 'a version 3 file sets it, and containerd 2.x keeps that over a version 2 file\'s'
         else:
+            for known in [p for p in origin if p[:len(new)] == new]:
+                del origin[known]
             _set(merged, new, value)
-        if source:
-            origin[new] = source
-    owner = origin.get(('plugins', CRI_V2))
-    for pid in (CRI_V3_RUNTIME, CRI_V3_IMAGES):
-        if owner and isinstance(get_in(merged, ('plugins', pid)), dict):
-            origin.setdefault(('plugins', pid), owner)
+            owners.setdefault(new[1], set()).update(sources.values())
+        if why:
+            unread.update(((s, p), why) for p, s in sources.items())
+        else:
+            origin.update(sources)
+    rank = dict((p, i) for i, p in enumerate(order))
+    for pid, files in owners.items():
+        files.add(origin.get(('plugins', pid)))
+        origin[('plugins', pid)] = max(files - {None}, key=lambda f: rank.get(f, -1))
     merged['plugins'][CRI_V2] = keep
+    return unread
+
+
+def _cri_keys(cri):
+    """(path, value) of each key of a version 2 CRI table, and of each key of its containerd table."""
+    for key, value in cri.items():
+        if key == 'containerd' and isinstance(value, dict) and value:
+            for sub, sub_value in value.items():
+                yield ('plugins', CRI_V2, key, sub), sub_value
+        else:
+            yield ('plugins', CRI_V2, key), value
+
+
+def _check_imports(path, data):
+    """containerd (1.6, 1.7, 2.1) refuses a tree when any file's imports is not a list (a TOML decode error)."""
+    value = data.get('imports')
+    if value is not None and not isinstance(value, list):
+        raise ConfigError('%s: "imports" must be an array of file paths, found %r: containerd refuses the whole '
+                          'config. Fix: write it as a list, imports = ["%s"].'
+                          % (path, value, value if isinstance(value, str) else '/etc/containerd/conf.d/*.toml'),
+                          key='imports')
 
 
 def _set(tree, path, value):
@@ -176,6 +199,7 @@ class EffectiveConfig(object):
         self.main_path = main_path
         self.containerd_ver = containerd_ver
         self.main_version = file_version(main_data)
+        _check_imports(main_path, main_data)
         self.files, self.problems = load_tree(main_path, main_data, containerd_ver, overrides=overrides)
         self.replace = replaces_plugin_tables(containerd_ver, self.main_version)
         # containerd 2.x reads a version 2 main file by migrating it to 3
@@ -184,10 +208,14 @@ class EffectiveConfig(object):
         self.merged = {}
         self.origin = {}
         self.ignored = []       # (file, reason) containerd skips
+        self.unread = {}        # (file, merged path): why containerd 2.x does not read that version 2 key
+        self._last_version = self.main_version  # of the last file read that has a version line
+        self._read_v2 = False
         for index, (path, data) in enumerate(self.files):
             self._merge_file(index, path, data)
-        if self.migrates:
-            migrate_merged_v2(self.merged, self.origin)
+        if self.migrates or self._read_v2:
+            self.unread = migrate_merged_v2(self.merged, self.origin, self._last_version == 2,
+                                            [p for p, _d in self.files])
 
     # ------------------------------------------------------------ merging
     def _as_read(self, index, path, data):
@@ -209,11 +237,13 @@ class EffectiveConfig(object):
                 self.ignored.append((path, 'no version line: containerd 2.x reads it as version 1 and ignores its '
                                            'plugins tables'))
             return dict((k, v) for k, v in data.items() if k != 'plugins')
-        if version == 2:
-            return _migrate_v2_to_v3(data, self.merged)
+        # a version 2 file merges as written; migrate_merged_v2 reads the merged CRI table at the end
+        self._read_v2 = self._read_v2 or version == 2
+        self._last_version = version
         return data
 
     def _merge_file(self, index, path, data):
+        _check_imports(path, data)
         data = self._as_read(index, path, data)
         if data is None:
             return
@@ -370,6 +400,10 @@ def effects_of(view, file_path, changes):
 
 def _why_shadowed(view, merged_path, file_path, source):
     ver = '.'.join(str(x) for x in view.containerd_ver or ('1.x',))
+    for n in range(len(merged_path), 2, -1):
+        unread = view.unread.get((file_path, merged_path[:n]))
+        if unread:
+            return 'containerd %s does not read it from %s: %s' % (ver, file_path, unread)
     if source and source != file_path:
         if view.replace and merged_path[:1] == ('plugins',) and len(merged_path) > 1:
             return ('%s defines plugins."%s" too, and containerd %s replaces the whole plugin table with the '

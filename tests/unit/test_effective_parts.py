@@ -20,12 +20,13 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
 from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import (
     ABSENT,
     Effect,
-    _migrate_v2_to_v3,
     _why_shadowed,
     changed_leaves,
     confirm_with_dump,
     effects_of,
+    iter_leaves,
     load_effective,
+    migrate_merged_v2,
     translate_v2_path,
 )
 
@@ -59,18 +60,27 @@ def test_only_the_v2_cri_plugin_translates():
     assert translate_v2_path(('plugins', CRI_V2, 'enable_selinux')) == ('plugins', CRI_V3_RUNTIME, 'enable_selinux')
 
 
-def test_a_v2_drop_in_under_v3_keeps_its_runtime_keys_but_not_its_containerd_table():
-    """Measured on 2.1: the v2 CRI containerd table is dropped when the merge holds a v3 one; the drop-in's
-    other runtime-plugin keys count unless the v3 table already sets them; its other plugins stay."""
-    merged = {'plugins': {CRI_V3_RUNTIME: {'containerd': {'default_runtime_name': 'runc'}, 'enable_cdi': False}}}
-    data = {'version': 2, 'oom_score': -999,
-            'plugins': {CRI_V2: {'enable_selinux': True, 'enable_cdi': True,
-                                 'containerd': {'runtimes': {'kata': {'runtime_type': 'io.containerd.kata.v2'}}}},
-                        'io.containerd.gc.v1.scheduler': {'pause_threshold': 0.03}}}
-    out = _migrate_v2_to_v3(data, merged)
-    assert out['oom_score'] == -999 and 'version' in out
-    assert out['plugins'] == {CRI_V3_RUNTIME: {'enable_selinux': True},
-                              'io.containerd.gc.v1.scheduler': {'pause_threshold': 0.03}}
+def test_a_merged_v2_cri_table_fills_in_only_the_runtime_keys_the_v3_table_lacks():
+    """Measured on 2.1: runtime keys count one by one (containerd.<key> too) where the merged version 3 table
+    has none; the others are kept as not read, with their file; other plugins stay as they are."""
+    kata = {'runtime_type': 'io.containerd.kata.v2'}
+    merged = {'plugins': {CRI_V3_RUNTIME: {'containerd': {'default_runtime_name': 'runc'}, 'enable_cdi': False},
+                          CRI_V2: {'enable_selinux': True, 'enable_cdi': True,
+                                   'containerd': {'default_runtime_name': 'kata', 'runtimes': {'kata': kata}}},
+                          'io.containerd.gc.v1.scheduler': {'pause_threshold': 0.03}}}
+    origin = dict((leaf, '/m' if leaf[1] != CRI_V2 else '/d') for leaf, _v in iter_leaves(merged))
+    origin[('plugins', CRI_V3_RUNTIME)] = '/m'
+    unread = migrate_merged_v2(merged, origin, order=['/m', '/d'])
+    assert merged['plugins'] == {
+        CRI_V3_RUNTIME: {'containerd': {'default_runtime_name': 'runc', 'runtimes': {'kata': kata}},
+                         'enable_cdi': False, 'enable_selinux': True},
+        CRI_V2: {}, 'io.containerd.gc.v1.scheduler': {'pause_threshold': 0.03}}
+    why = 'a version 3 file sets it, and containerd 2.x keeps that over a version 2 file\'s'
+    assert unread == {('/d', ('plugins', CRI_V3_RUNTIME, 'enable_cdi')): why,
+                      ('/d', ('plugins', CRI_V3_RUNTIME, 'containerd', 'default_runtime_name')): why}
+    assert origin[('plugins', CRI_V3_RUNTIME, 'containerd', 'runtimes', 'kata', 'runtime_type')] == '/d'
+    assert origin[('plugins', CRI_V3_RUNTIME, 'containerd', 'default_runtime_name')] == '/m'
+    assert origin[('plugins', CRI_V3_RUNTIME)] == '/d'  # the last file that adds to it
 
 
 def test_an_empty_table_that_gained_keys_is_not_a_removal():
@@ -133,7 +143,8 @@ def test_an_effect_says_why_only_when_there_is_a_reason():
 
 def test_removals_and_list_entries_are_judged_on_the_merged_view(tmp_path):
     main = ('version = 2\nimports = ["{d}"]\n[plugins."io.containerd.grpc.v1.cri"]\nenable_selinux = true\n'
-            '[plugins."io.containerd.grpc.v1.cri".containerd]\nsnapshotter = "native"\n')
+            '[plugins."io.containerd.grpc.v1.cri".containerd]\nsnapshotter = "native"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\n')  # 2.x reads snapshotter only beside it
     d = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nsnapshotter = "overlayfs"\n'
     view, path, paths = viewed(tmp_path, V21, main, d=d)
     gone, kept = effects_of(view, path, [(('plugins', CRI_V2, 'no_such_key'), ABSENT),
