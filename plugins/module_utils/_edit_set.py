@@ -237,8 +237,7 @@ def apply_set(module, ctx):
         # after the imports are gone: a drop-in still imported (by another owner) is kept
         done = remove_all(module, ctx, dict(dropins[0], dropins=[d['dropin'] for d in dropins]))
         result['dropins'] = done['dropins']
-        for each in result['dropins']:
-            _take_diff(each, diffs)
+        _take_diff(done, diffs)  # remove_all moved each drop-in's diff into its own list
     result['changed'] = bool(result['changed'] or any(r['changed'] for r in result['dropins']))
     if diffs:
         result['diff'] = diffs

@@ -234,10 +234,6 @@ class ImportsArray(object):
     def keys(self):
         return [entry_key(e, self.doc.path) for e in self.entries]
 
-    def index_of(self, key):
-        keys = self.keys()
-        return keys.index(key) if key in keys else None
-
     def _literal(self):
         raw = self.doc.toml.raw_value(IMPORTS)
         if raw:
