@@ -617,6 +617,8 @@ class TomlText(object):
         """Add a [path] section holding the given (key, value) pairs."""
         path = tuple(path)
         self._refuse_inside_inline(path)
+        if not isinstance(get_in(self.data, path), (dict, type(None))):  # e.g. [[...unpack_config]]
+            raise TomlLayoutError('%s is not a table (it is an array or a value)' % dotted_path(path))
         if self.find_header(path) is not None:
             raise TomlLayoutError('[%s] exists already' % dotted_path(path))
         literal = self.literal_style()
