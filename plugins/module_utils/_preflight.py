@@ -843,7 +843,9 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
         log_plugins, log_errors, _booted, fatal = parse_log(log)
         if res.method == 'log' or not res.plugins:
             res.plugins = log_plugins
-        res.log_tail = _last_lines(log, 10, 300)
+        # containerd's own lines: the sandbox's marker and note lines are not its words
+        said_log = '\n'.join(line for line in log.splitlines() if not line.startswith(_NOTE) and line != _EXEC)
+        res.log_tail = _last_lines(said_log, 10, 300)
         res.skipped = sb.skipped + [line[len(_NOTE):] for line in log.splitlines() if line.startswith(_NOTE)]
         if not up:
             if not timed_out and _EXEC not in log.splitlines():
@@ -854,13 +856,13 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
             if timed_out:
                 res.status = STATUS_TIMEOUT
                 res.errors.append('%s: containerd %s did not answer within %ss; last log lines: %s'
-                                  % (config_path, res.containerd_version, timeout, _last_lines(res.log_tail, 5)))
+                                  % (config_path, res.containerd_version, timeout, _last_lines(said_log, 5)))
             else:
                 # containerd's words about the original file (line and column
                 # of the original, not of the private copy), when config dump
                 # refuses it too; otherwise what the daemon said
                 rc, out, err = run_command([binary, '--config', config_path, 'config', 'dump'])
-                said = _last_lines(err or out) if rc != 0 else '; '.join(fatal[-3:]) or _last_lines(res.log_tail, 5)
+                said = _last_lines(err or out) if rc != 0 else '; '.join(fatal[-3:]) or _last_lines(said_log, 5)
                 res.status = STATUS_FAILED
                 res.errors.append('%s: containerd %s refuses to start on it: %s'
                                   % (config_path, res.containerd_version, said))
