@@ -135,6 +135,23 @@ def test_a_node_without_a_config_is_refused_naming_the_file_and_the_fix(workdir)
     assert not os.path.exists(path) and not os.path.exists(os.path.join(workdir, 'state'))
 
 
+def test_a_damaged_ledger_is_refused_naming_it_and_the_fix_before_any_write(workdir, config):
+    """A ledger that cannot be read leaves coco unable to tell its own changes from others': the role's one
+    check refuses it first, naming the ledger and the fix, and nothing is written."""
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+    path = config('v2_debian_stock.toml')
+    ledger = ledger_path_for(os.path.join(workdir, 'state'), path)
+    os.makedirs(os.path.dirname(ledger))
+    with open(ledger, 'w') as f:
+        f.write('{"records": [')
+    before = tree(workdir)
+    res = run_coco(workdir, path, {})
+    assert res['failure'].startswith('the ledger %s for %s is damaged' % (ledger, path)), res['failure']
+    assert res['failure'].endswith('Nothing was changed. Fix: move it aside and run playbooks/restore.yml; '
+                                   "coco's earlier changes can then not be removed automatically."), res['failure']
+    assert tree(workdir) == before
+
+
 # one run each (about 10 s): a bad name of the input, and input the node cannot take
 @pytest.mark.parametrize('role_vars, named', [
     (dict(coco_runtime_classes=['kata qemu']), "runtime classes ['kata qemu']"),
