@@ -1061,15 +1061,14 @@ def recheck(args, cfg):
     files = [row['file'] for row in data['files']]
     rows = summarise(files, records)
     meta = dict(data['meta'])
+    judged = sum(len(v) for v in by_key.values())
     meta.setdefault('rechecks', []).append(dict(
-        at=started.isoformat(timespec='seconds'), tests=list(args.with_tests), head=git('rev-parse', '--short',
-                                                                                       'HEAD').strip(),
-        killed=len(killed), of=sum(len(v) for v in by_key.values())))
+        at=started.isoformat(timespec='seconds'), tests=list(args.with_tests),
+        head=git('rev-parse', '--short', 'HEAD').strip(), killed=len(killed), of=judged))
     # written where the report is (build/mutation/ for the last run's), never over another report
     write_report(report_json.parent, meta, rows, records, report_json.parent)
     print_table(rows)
-    log('recheck: %d of %d survivors killed; report: %s' % (len(killed), sum(len(v) for v in by_key.values()),
-                                                           report_json.parent / 'report.md'))
+    log('recheck: %d of %d survivors killed; report: %s' % (len(killed), judged, report_json.parent / 'report.md'))
     return 0
 
 

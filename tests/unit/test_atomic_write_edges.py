@@ -106,8 +106,8 @@ def test_a_stale_temp_that_cannot_be_removed_does_not_stop_the_cleanup(tmp_path)
     for token in ('0000', 'zzzz'):      # listed before and after the folder
         (tmp_path / ('.config.toml.%s%s' % (token, TEMP_SUFFIX))).write_bytes(b'half')
     removed = clean_stale_temps(path)
-    assert sorted(os.path.basename(p) for p in removed) == ['.config.toml.0000' + TEMP_SUFFIX,
-                                                             '.config.toml.zzzz' + TEMP_SUFFIX]
+    names = ['.config.toml.0000' + TEMP_SUFFIX, '.config.toml.zzzz' + TEMP_SUFFIX]
+    assert sorted(os.path.basename(p) for p in removed) == names
     assert os.listdir(str(tmp_path)) == [stuck.name]
 
 

@@ -10,7 +10,6 @@ empty table adds nothing), and 1.x replaces a plugin table whole - and which
 file the view names for each key, and why a change is or is not in effect.
 """
 
-import os
 import subprocess
 import tomllib
 

@@ -36,8 +36,8 @@ RUNTIMES = RUNTIME + ('containerd', 'runtimes')
 DEFAULT_RUNTIME = RUNTIME + ('containerd', 'default_runtime_name')
 
 V2_CONTAINERD = '[plugins."io.containerd.grpc.v1.cri".containerd]\n'
-V2_SNAP = V2_CONTAINERD + ('snapshotter = "native"\ndiscard_unpacked_layers = true\n'
-                          'disable_snapshot_annotations = false\n')
+V2_SNAP = V2_CONTAINERD + (
+    'snapshotter = "native"\ndiscard_unpacked_layers = true\ndisable_snapshot_annotations = false\n')
 V2_KATA = '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\nruntime_type = "io.containerd.kata.v2"\n'
 V2_EMPTY_RUNTIMES = '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\n'
 V3_ZFS = '[plugins."io.containerd.cri.v1.images"]\nsnapshotter = "zfs"\n'

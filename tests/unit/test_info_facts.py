@@ -12,7 +12,6 @@ the journal's count of starts.
 import hashlib
 import json
 import os
-import stat
 
 import pytest
 

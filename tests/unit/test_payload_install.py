@@ -348,8 +348,8 @@ def test_required_files_must_be_provided(p, tmp_path):
     with pytest.raises(PayloadError) as exc:
         p.install(archive, require=['bin/shim', 'bin/qemu-system-x86_64', str(tmp_path / 'nope')])
     msg = str(exc.value)
-    assert ('does not provide %s, %s. Nothing in containerd' % (p.path('bin/qemu-system-x86_64'),
-                                                                 tmp_path / 'nope')) in msg
+    missing = (p.path('bin/qemu-system-x86_64'), tmp_path / 'nope')
+    assert ('does not provide %s, %s. Nothing in containerd' % missing) in msg
 
 
 def test_the_result_lists_the_first_100_paths_and_counts_all(p):

@@ -132,9 +132,9 @@ def tree(tmp_path, main_version, dropin_version, runtimes_path):
     with open(dropin, 'w') as f:
         f.write(('version = %d\n' % dropin_version if dropin_version else '') + body)
     cri = CRI2 if main_version == 2 else CRI3
-    text = 'version = %d\nimports = ["%s", "%s"]\n\n[%s.containerd]\n  default_runtime_name = "runc"\n\n' \
-           '[%s.containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n' % (main_version, other, dropin,
-                                                                                      cri, cri)
+    text = ('version = %d\nimports = ["%s", "%s"]\n\n[%s.containerd]\n  default_runtime_name = "runc"\n\n'
+            '[%s.containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n'
+            % (main_version, other, dropin, cri, cri))
     return dropin, text
 
 
@@ -143,8 +143,8 @@ V3_RUNTIMES = ('plugins', 'io.containerd.cri.v1.runtime', 'containerd', 'runtime
 
 @pytest.mark.parametrize('main_version, dropin_version, runtimes_path', [
     (2, 2, RT), (3, 3, V3_RUNTIMES), (3, 4, V3_RUNTIMES)])
-def test_a_change_to_a_runtime_a_drop_in_defines_goes_to_the_drop_in(tmp_path, main_version, dropin_version,
-                                                                      runtimes_path):
+def test_a_change_to_a_runtime_a_drop_in_defines_goes_to_the_drop_in(
+        tmp_path, main_version, dropin_version, runtimes_path):
     dropin, text = tree(tmp_path, main_version, dropin_version, runtimes_path)
     doc, ledger = doc_and_ledger(tmp_path, text)
     for params in (dict(options={'ConfigPath': '/etc/kata.toml'}), dict(inherit='runc')):
