@@ -440,6 +440,8 @@ def _choose_target(module, ctx, edit, main, view_before):
         return main, values, changes
     homes = set(e.shadowed_by for e in elsewhere)
     lost = [e for e in elsewhere if not e.in_effect]
+    if edit_in != 'config' and len(homes) > 1:
+        _refuse_split(edit)  # a batch whose parts different drop-ins decide: each part goes to its own
     if edit_in == 'config' or len(homes) != 1:
         if lost or len(homes) != 1:
             raise _shadow_error(main.path, lost or elsewhere, edit_in)

@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+"""The imports walk of the built-in checks (issue #18): where each
+containerd looks for an entry, and that a bad file of the tree (an entry
+that is not a string, a file already loaded, an unreadable match, a byte
+order mark, a parse error, a higher version) is reported while the files
+after it are still read and checked, so one run names every problem.
+"""
+
+import os
+
+import pytest
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
+    check_tree,
+    import_pattern,
+    load_tree,
+    resolve_import,
+)
+
+CRI = 'io.containerd.grpc.v1.cri'
+
+
+def test_an_imports_entry_that_is_not_a_string_is_named_and_the_next_entries_still_load(tmp_path):
+    good = tmp_path / 'good.toml'
+    good.write_text('version = 2\n')
+    main = str(tmp_path / 'config.toml')
+    files, problems = load_tree(main, {'version': 2, 'imports': [5, str(good)]}, (1, 6))
+    assert [p for p, _d in files] == [main, str(good)]
+    assert [(p.entry, p.message) for p in problems] == [(5, '%s: imports entry 5 is not a string' % main)]
+
+
+def test_a_drop_in_of_a_higher_version_is_refused_and_the_later_drop_ins_are_still_checked(tmp_path):
+    newer = tmp_path / '10-newer.toml'
+    newer.write_text('version = 3\n')
+    later = tmp_path / '20-later.toml'
+    later.write_text('version = 2\n[plugins."%s".containerd]\n  default_runtime_name = "gpu"\n' % CRI)
+    main = str(tmp_path / 'config.toml')
+    errors = check_tree(main, {'version': 2, 'imports': [str(newer), str(later)]}, (2, 1))
+    assert errors[0] == ('%s has version = 3, higher than the main config %s (version = 2): containerd refuses '
+                         'that. Fix: write the drop-in with version = 2.' % (newer, main))
+    assert len(errors) == 2 and errors[1].startswith("%s: default_runtime_name is 'gpu' but no runtime table" % main)
+
+
+# ------------------------------------------------------------------ where an entry points
+def test_a_relative_entry_is_relative_to_the_importing_file_and_an_absolute_one_is_kept(tmp_path):
+    main = str(tmp_path / 'etc' / 'config.toml')
+    assert resolve_import('conf.d/../conf.d/a.toml', main) == str(tmp_path / 'etc' / 'conf.d' / 'a.toml')
+    assert resolve_import('/etc/containerd//conf.d/a.toml', main) == '/etc/containerd/conf.d/a.toml'
+
+
+@pytest.mark.parametrize('entry, version, where', [
+    ('conf.d/*.toml', (1, 6), '/conf.d/*.toml'),  # 1.6 expands a relative glob in its working folder
+    ('conf.d/*.toml', (1, 7), '{etc}/conf.d/*.toml'),
+    ('conf.d/*.toml', (2, 1), '{etc}/conf.d/*.toml'),
+    ('conf.d/*.toml', None, '{etc}/conf.d/*.toml'),  # unknown containerd: as the newer ones do
+    ('conf.d/a.toml', (1, 6), '{etc}/conf.d/a.toml'),  # a plain file, even on 1.6
+    ('/opt/conf.d/*.toml', (1, 6), '/opt/conf.d/*.toml'),
+])
+def test_where_each_containerd_looks_for_an_imports_entry(tmp_path, entry, version, where):
+    etc = str(tmp_path / 'etc')
+    assert import_pattern(entry, os.path.join(etc, 'config.toml'), version) == where.format(etc=etc)
+
+
+# ------------------------------------------------------------------ the walk goes on past a bad file
+def glob_tree(tmp_path, **files):
+    """tmp_path/d/<name>: text (bytes) or None for a folder; the main file imports d/*.toml."""
+    d = tmp_path / 'd'
+    d.mkdir()
+    for name, content in sorted(files.items()):
+        if content is None:
+            (d / name).mkdir()
+        else:
+            (d / name).write_bytes(content)
+    main = str(tmp_path / 'config.toml')
+    return main, {'version': 2, 'imports': [str(d / '*.toml')]}, str(d)
+
+
+def test_a_glob_that_matches_a_file_already_loaded_still_loads_the_rest(tmp_path):
+    main, data, d = glob_tree(tmp_path, **{'a.toml': b'version = 2\n', 'b.toml': b'version = 2\n'})
+    data['imports'] = [os.path.join(d, 'a.toml')] + data['imports']
+    files, problems = load_tree(main, data, (2, 1))
+    assert [p for p, _d in files] == [main, os.path.join(d, 'a.toml'), os.path.join(d, 'b.toml')]
+    assert problems == []
+
+
+def test_a_candidate_drop_in_is_used_instead_of_the_file_and_the_glob_goes_on(tmp_path):
+    main, data, d = glob_tree(tmp_path, **{'a.toml': b'version = 2\n', 'b.toml': b'version = 2\nroot = "/b"\n'})
+    candidate = {'version': 2, 'root': '/candidate'}
+    files, _problems = load_tree(main, data, (2, 1), overrides={os.path.join(d, 'a.toml'): candidate})
+    assert files == [(main, data), (os.path.join(d, 'a.toml'), candidate),
+                     (os.path.join(d, 'b.toml'), {'version': 2, 'root': '/b'})]
+
+
+def test_an_unreadable_match_of_a_glob_is_named_and_the_next_match_still_loads(tmp_path):
+    main, data, d = glob_tree(tmp_path, **{'a.toml': None, 'b.toml': b'version = 2\n'})
+    files, problems = load_tree(main, data, (2, 1))
+    assert [p for p, _d in files] == [main, os.path.join(d, 'b.toml')]
+    assert [p.message for p in problems] == [
+        '%s imports %s, which cannot be read (Is a directory): containerd would refuse to start. Fix: create the '
+        'file, or remove the entry with nodeguard.containerd.containerd_imports (state: absent, or prune_missing: '
+        'true).' % (main, os.path.join(d, 'a.toml'))]
+
+
+def test_a_drop_in_with_a_byte_order_mark_is_refused_for_2x_and_the_next_still_loads(tmp_path):
+    main, data, d = glob_tree(tmp_path, **{'a.toml': b'\xef\xbb\xbfversion = 2\n', 'b.toml': b'version = 2\n'})
+    files, problems = load_tree(main, data, (2, 1))
+    assert [p for p, _d in files] == [main, os.path.join(d, 'b.toml')]
+    (problem,) = problems
+    assert problem.message.startswith('%s starts with a UTF-8 byte order mark' % os.path.join(d, 'a.toml'))
+    assert problem.message.endswith(' (imported by %s)' % main)
+    # containerd 1.x reads it
+    files, problems = load_tree(main, data, (1, 6))
+    assert len(files) == 3 and problems == []
+
+
+def test_a_drop_in_that_is_not_toml_is_named_with_its_importer_and_the_next_still_loads(tmp_path):
+    main, data, d = glob_tree(tmp_path, **{'a.toml': b'version = 2\n[plugins\n', 'b.toml': b'version = 2\n'})
+    files, problems = load_tree(main, data, (2, 1))
+    assert [p for p, _d in files] == [main, os.path.join(d, 'b.toml')]
+    (problem,) = problems
+    assert os.path.join(d, 'a.toml') in problem.message and problem.message.endswith(' (imported by %s)' % main)
+    assert problem.entry == data['imports'][0] and problem.importing_file == main
