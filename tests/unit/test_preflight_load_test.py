@@ -10,8 +10,11 @@ the verdict is pinned with the daemon's answer chosen by the test.
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -148,8 +151,17 @@ class Node(object):
 
 
 @pytest.fixture
-def node(tmp_path):
-    return Node(tmp_path)
+def short_tmp():
+    """A folder with a short path: the stand-in daemon binds its socket under it, and a socket path has at most
+    107 bytes (pytest's tmp_path under xdist, popen-gw1/<test name>, is longer)."""
+    folder = tempfile.mkdtemp(prefix='ng-pf-', dir='/tmp')
+    yield Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def node(short_tmp):
+    return Node(short_tmp)
 
 
 V2_OK = [loading(CRI_V2), loading(CRI_V3_RUNTIME), loading(CRI_V3_IMAGES)]
@@ -213,8 +225,8 @@ def test_required_overrides_the_versions_default(node):
     assert res.status == 'ok' and res.required == {CRI_V2: 'ok'}, res.errors
 
 
-def test_a_1x_daemon_needs_only_the_one_cri_plugin(tmp_path):
-    node = Node(tmp_path, version='containerd github.com/containerd/containerd 1.7.22 abc')
+def test_a_1x_daemon_needs_only_the_one_cri_plugin(short_tmp):
+    node = Node(short_tmp, version='containerd github.com/containerd/containerd 1.7.22 abc')
     node.daemon(log=[loading(CRI_V2), BOOTED])
     res = node.test()
     assert res.status == 'ok', res.errors
