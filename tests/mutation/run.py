@@ -782,6 +782,15 @@ def check_canaries(trees, cfg, trace, excluded):
         % (', in the fork servers' if FORK_SERVERS else ''))
 
 
+def end_copies(trees, run_dir, keep):
+    """Stop the copies' fork servers; remove the copies and the servers' scratch unless kept (--keep)."""
+    stop_fork_servers(trees)
+    if not keep:
+        for tree in trees:
+            shutil.rmtree(tree, ignore_errors=True)
+            shutil.rmtree(run_dir / ('fork-%s' % tree.name), ignore_errors=True)
+
+
 def run_jobs(trees, cfg, originals, work, produced, deadline, on_result):
     """Judge the mutants put on `work` until `produced` is set and it is empty, or the deadline passed."""
     results = queue.Queue()
@@ -1052,11 +1061,7 @@ def recheck(args, cfg):
 
         run_jobs(trees, cfg, originals, work, produced, float('inf'), on_result)
     finally:
-        stop_fork_servers(trees)
-        if not args.keep:
-            for tree in trees:
-                shutil.rmtree(tree, ignore_errors=True)
-                shutil.rmtree(run_dir / ('fork-%s' % tree.name), ignore_errors=True)
+        end_copies(trees, run_dir, args.keep)
     mark_rechecked(records, killed, args.with_tests)
     files = [row['file'] for row in data['files']]
     rows = summarise(files, records)
@@ -1271,11 +1276,7 @@ def main(argv=None):
             return 1
         return 0
     finally:
-        stop_fork_servers(trees)
-        if not args.keep:
-            for tree in trees:
-                shutil.rmtree(tree, ignore_errors=True)
-                shutil.rmtree(run_dir / ('fork-%s' % tree.name), ignore_errors=True)
+        end_copies(trees, run_dir, args.keep)
 
 
 if __name__ == '__main__':
