@@ -73,8 +73,8 @@ def test_protected_drift_hidden_by_a_dropin_is_told_apart_from_drift_in_effect(t
     dropin = _tree_with_a_cri_dropin(node)
     node.run()
     # config.toml's runc and oom_score change; containerd 1.6 runs the drop-in's runc, config.toml's oom_score
-    text = node.read().replace(KUBEADM_RUNC_CGROUP, 'SystemdCgroup = false').replace('oom_score = 0',
-                                                                                       'oom_score = -999')
+    text = node.read().replace(KUBEADM_RUNC_CGROUP, 'SystemdCgroup = false')
+    text = text.replace('oom_score = 0', 'oom_score = -999')
     node.write(text)
     r = node.run(state='check', protect=['cri.runtimes.runc', 'oom_score'], expect_fail=True)
     by_key = dict((e['key'], e) for e in r['protected_drift'])

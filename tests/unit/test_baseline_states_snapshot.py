@@ -32,8 +32,8 @@ def test_check_mode_lists_what_a_new_snapshot_would_store_and_writes_nothing(tmp
     assert preview['snapshot'] == first['snapshot'] and node.snapshots() == [os.path.basename(first['snapshot'])]
     assert preview['files'] == [dict(path=node.path, role='config', sha256=sha(node.read(mode='rb')))]
     # the effective values it would record: the protect list, then the default keys
-    assert [r['key'] for r in preview['effective']] == ['images.snapshotter', 'cri.runtimes.runc',
-                                                         'cri.default_runtime_name']
+    keys = ['images.snapshotter', 'cri.runtimes.runc', 'cri.default_runtime_name']
+    assert [r['key'] for r in preview['effective']] == keys
     assert preview['problems'] == [] and preview['validated']['checked'] == ['built-in checks']
 
 
@@ -134,8 +134,8 @@ def test_the_manifest_says_what_was_taken(tmp_path, capsys):
     assert m['created'].endswith('Z') and abs(m['created_unix'] - os.stat(r['snapshot']).st_mtime) < 60
     # the effective values: the node's containerd (1.6) and the keys asked for, then the default ones
     assert m['effective']['containerd'] == [1, 6]
-    assert [v['key'] for v in m['effective']['values']] == ['images.snapshotter', 'cri.runtimes.runc',
-                                                              'cri.default_runtime_name']
+    keys = ['images.snapshotter', 'cri.runtimes.runc', 'cri.default_runtime_name']
+    assert [v['key'] for v in m['effective']['values']] == keys
     # validate: none asks containerd for no dump: none is stored, and none is said to be missing
     assert 'dump' not in m['effective'] and r['warnings'] == []
 

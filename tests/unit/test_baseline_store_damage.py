@@ -283,9 +283,9 @@ def test_the_next_snapshot_clears_what_a_killed_run_left(store):
 def test_stored_file_names_are_safe_and_bounded(store):
     _now, stamp = utc_now()
     long_name = '/etc/containerd/conf.d/' + 'a b$' * 30 + '.toml'
-    store.write(dict(format=1, ledger=None), [tree_file('/etc/containerd/config.toml', b'version = 2\n'),
-                                             tree_file(long_name, b'version = 2\n', role='import')],
-                None, stamp)
+    files = [tree_file('/etc/containerd/config.toml', b'version = 2\n'),
+             tree_file(long_name, b'version = 2\n', role='import')]
+    store.write(dict(format=1, ledger=None), files, None, stamp)
     stored = [r['stored'] for r in store.load().files]
     assert stored[0] == 'files/000-config.toml'
     assert stored[1] == 'files/001-' + ('a_b_' * 30 + '.toml')[:80]

@@ -382,7 +382,6 @@ def test_check_mode_stops_after_the_edit_and_asks_no_validate_command(node, caps
     assert sorted(f for f in os.listdir(node['etc']) if 'tmp' in f) == []
 
 
-
 def test_an_edit_on_a_1x_tree_whose_drop_in_replaces_a_plugin_table_is_refused(node, capsys):
     # containerd 1.6 takes the drop-in's plugins."io.containerd.gc.v1.scheduler" whole: the main file's
     # pause_threshold is lost; only containerd_imports may say that is intended (allow_plugin_override)
