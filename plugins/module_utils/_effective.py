@@ -37,6 +37,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path, get_in
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     file_version,
+    imports_not_a_list,
     load_tree,
     replaces_plugin_tables,
 )
@@ -137,10 +138,7 @@ def _check_imports(path, data):
     """containerd (1.6, 1.7, 2.1) refuses a tree when any file's imports is not a list (a TOML decode error)."""
     value = data.get('imports')
     if value is not None and not isinstance(value, list):
-        raise ConfigError('%s: "imports" must be an array of file paths, found %r: containerd refuses the whole '
-                          'config. Fix: write it as a list, imports = ["%s"].'
-                          % (path, value, value if isinstance(value, str) else '/etc/containerd/conf.d/*.toml'),
-                          key='imports')
+        raise ConfigError(imports_not_a_list(path, value), key='imports')
 
 
 def _set(tree, path, value):

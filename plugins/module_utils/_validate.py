@@ -125,6 +125,13 @@ def _describe_lost(main_table, import_table, cri_id):
     return lost
 
 
+def imports_not_a_list(path, value):
+    """The message for a file whose imports is not a list: containerd (1.6, 1.7, 2.1) refuses the whole config."""
+    return ('%s: "imports" must be an array of file paths, found %r: containerd refuses the whole config. Fix: '
+            'write it as a list, imports = ["%s"].'
+            % (path, value, value if isinstance(value, str) else '/etc/containerd/conf.d/*.toml'))
+
+
 class ImportProblem(object):
     def __init__(self, entry, importing_file, message):
         self.entry = entry
@@ -148,7 +155,12 @@ def load_tree(main_path, main_data, containerd_ver=None, overrides=None):
     queue = [(os.path.abspath(main_path), main_data)]
     while queue:
         path, data = queue.pop(0)
-        for entry in data.get('imports', []) or []:
+        value = data.get('imports')
+        if value is not None and not isinstance(value, list):
+            # a string would be walked letter by letter (its '*' a glob), a number would not iterate
+            problems.append(ImportProblem(value, path, imports_not_a_list(path, value)))
+            continue
+        for entry in value or []:
             if not isinstance(entry, str):
                 problems.append(ImportProblem(entry, path, '%s: imports entry %r is not a string' % (path, entry)))
                 continue

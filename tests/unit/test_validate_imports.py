@@ -120,3 +120,18 @@ def test_a_drop_in_that_is_not_toml_is_named_with_its_importer_and_the_next_stil
     (problem,) = problems
     assert os.path.join(d, 'a.toml') in problem.message and problem.message.endswith(' (imported by %s)' % main)
     assert problem.entry == data['imports'][0] and problem.importing_file == main
+
+
+@pytest.mark.parametrize('value', ['conf.d/*.toml', 7])
+def test_imports_that_is_not_a_list_is_one_problem_naming_the_file_and_the_fix(tmp_path, value):
+    """containerd refuses such a config whole: the walk reports it as it is (a string is not walked letter
+    by letter, its '*' taken for a glob; a number is no Python error) and reads nothing more."""
+    (tmp_path / 'conf.d').mkdir()
+    (tmp_path / 'conf.d' / 'a.toml').write_text('version = 2\n')
+    main = str(tmp_path / 'config.toml')
+    files, problems = load_tree(main, {'version': 2, 'imports': value})
+    assert [f for f, _d in files] == [main]
+    assert [(p.entry, p.importing_file) for p in problems] == [(value, main)]
+    assert problems[0].message.startswith('%s: "imports" must be an array of file paths, found %r' % (main, value))
+    assert problems[0].message.endswith('Fix: write it as a list, imports = ["%s"].'
+                                        % (value if isinstance(value, str) else '/etc/containerd/conf.d/*.toml'))
