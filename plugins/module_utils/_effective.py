@@ -37,7 +37,6 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path, get_in
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     file_version,
-    imports_not_a_list,
     load_tree,
     replaces_plugin_tables,
 )
@@ -134,13 +133,6 @@ def _cri_keys(cri):
             yield ('plugins', CRI_V2, key), value
 
 
-def _check_imports(path, data):
-    """containerd (1.6, 1.7, 2.1) refuses a tree when any file's imports is not a list (a TOML decode error)."""
-    value = data.get('imports')
-    if value is not None and not isinstance(value, list):
-        raise ConfigError(imports_not_a_list(path, value), key='imports')
-
-
 def _set(tree, path, value):
     cur = tree
     for part in path[:-1]:
@@ -197,8 +189,10 @@ class EffectiveConfig(object):
         self.main_path = main_path
         self.containerd_ver = containerd_ver
         self.main_version = file_version(main_data)
-        _check_imports(main_path, main_data)
         self.files, self.problems = load_tree(main_path, main_data, containerd_ver, overrides=overrides)
+        for problem in self.problems:
+            if problem.whole:   # an imports that is not a list: containerd refuses the whole config
+                raise ConfigError(problem.message, key='imports')
         self.replace = replaces_plugin_tables(containerd_ver, self.main_version)
         # containerd 2.x reads a version 2 main file by migrating it to 3
         self.migrates = not self.replace and self.main_version == 2 and containerd_ver is not None \
@@ -241,7 +235,6 @@ class EffectiveConfig(object):
         return data
 
     def _merge_file(self, index, path, data):
-        _check_imports(path, data)
         data = self._as_read(index, path, data)
         if data is None:
             return

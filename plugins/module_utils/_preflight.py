@@ -843,12 +843,13 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
         log_plugins, log_errors, _booted, fatal = parse_log(log)
         if res.method == 'log' or not res.plugins:
             res.plugins = log_plugins
+        log_lines = log.splitlines()
         # containerd's own lines: the sandbox's marker and note lines are not its words
-        said_log = '\n'.join(line for line in log.splitlines() if not line.startswith(_NOTE) and line != _EXEC)
+        said_log = '\n'.join(line for line in log_lines if not line.startswith(_NOTE) and line != _EXEC)
         res.log_tail = _last_lines(said_log, 10, 300)
-        res.skipped = sb.skipped + [line[len(_NOTE):] for line in log.splitlines() if line.startswith(_NOTE)]
+        res.skipped = sb.skipped + [line[len(_NOTE):] for line in log_lines if line.startswith(_NOTE)]
         if not up:
-            if not timed_out and _EXEC not in log.splitlines():
+            if not timed_out and _EXEC not in log_lines:
                 # unshare or the namespace setup failed: containerd never ran
                 setup = [line for line in fatal if line.startswith('nodeguard-preflight:')]
                 return _cannot(res, t0, '; '.join(setup) or 'the private namespace could not be made: %s'

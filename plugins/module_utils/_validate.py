@@ -133,10 +133,11 @@ def imports_not_a_list(path, value):
 
 
 class ImportProblem(object):
-    def __init__(self, entry, importing_file, message):
+    def __init__(self, entry, importing_file, message, whole=False):
         self.entry = entry
         self.importing_file = importing_file
         self.message = message
+        self.whole = whole      # containerd refuses the whole config (not just this entry)
 
 
 def load_tree(main_path, main_data, containerd_ver=None, overrides=None):
@@ -158,7 +159,7 @@ def load_tree(main_path, main_data, containerd_ver=None, overrides=None):
         value = data.get('imports')
         if value is not None and not isinstance(value, list):
             # a string would be walked letter by letter (its '*' a glob), a number would not iterate
-            problems.append(ImportProblem(value, path, imports_not_a_list(path, value)))
+            problems.append(ImportProblem(value, path, imports_not_a_list(path, value), whole=True))
             continue
         for entry in value or []:
             if not isinstance(entry, str):
