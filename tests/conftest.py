@@ -3,12 +3,14 @@
 runs them, and the real containerd binaries that judge every result."""
 
 import glob
+import io
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import tomllib
@@ -237,6 +239,28 @@ def config(workdir):
             f.write(text)
         return path
     return make
+
+
+def make_tar(path, members, fmt='w:gz'):
+    """A tarball (the kata payload's tests) from (name, kind, data-or-target, mode) tuples; kinds: file dir link hard fifo."""
+    with tarfile.open(str(path), fmt) as tar:
+        for name, kind, data, mode in members:
+            info = tarfile.TarInfo(name)
+            info.mode = mode
+            if kind == 'dir':
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            elif kind in ('link', 'hard'):
+                info.type = tarfile.SYMTYPE if kind == 'link' else tarfile.LNKTYPE
+                info.linkname = data
+                tar.addfile(info)
+            elif kind == 'fifo':
+                info.type = tarfile.FIFOTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return str(path)
 
 
 def read(path, mode='r'):

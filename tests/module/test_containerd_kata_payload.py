@@ -7,7 +7,6 @@ The archive is tests/standins/make_kata_payload.sh's stand-in, laid out like
 kata-deploy's tarball.
 """
 
-import io
 import json
 import os
 import subprocess
@@ -15,7 +14,7 @@ import tarfile
 
 import pytest
 
-from conftest import REPO, read
+from conftest import REPO, make_tar, read
 
 SHIM = 'bin/containerd-shim-kata-v2'
 QEMU = 'share/defaults/kata-containers/configuration-qemu.toml'
@@ -27,28 +26,6 @@ def payload(workdir):
     subprocess.run(['bash', os.path.join(REPO, 'tests', 'standins', 'make_kata_payload.sh'), out, 'qemu', 'qemu-tdx'],
                    check=True, capture_output=True)
     return out
-
-
-def _tar(path, members):
-    """A tarball from (name, kind, data-or-target, mode) tuples."""
-    with tarfile.open(path, 'w:gz') as tar:
-        for name, kind, data, mode in members:
-            info = tarfile.TarInfo(name)
-            info.mode = mode
-            if kind == 'dir':
-                info.type = tarfile.DIRTYPE
-                tar.addfile(info)
-            elif kind == 'link':
-                info.type = tarfile.SYMTYPE
-                info.linkname = data
-                tar.addfile(info)
-            elif kind == 'fifo':
-                info.type = tarfile.FIFOTYPE
-                tar.addfile(info)
-            else:
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-    return path
 
 
 def _args(workdir, **kw):
@@ -138,9 +115,9 @@ def test_check_mode_changes_nothing_and_reports(run_module, workdir, payload):
 
 def test_upgrade_removes_what_the_new_payload_lacks(run_module, workdir):
     dest = os.path.join(workdir, 'opt', 'kata')
-    old = _tar(os.path.join(workdir, 'old.tar.gz'), [('opt/kata/bin/a', 'file', b'a', 0o755),
-                                                     ('opt/kata/lib/old/x', 'file', b'x', 0o644)])
-    new = _tar(os.path.join(workdir, 'new.tar.gz'), [('opt/kata/bin/a', 'file', b'a2', 0o755)])
+    old = make_tar(os.path.join(workdir, 'old.tar.gz'), [('opt/kata/bin/a', 'file', b'a', 0o755),
+                                                         ('opt/kata/lib/old/x', 'file', b'x', 0o644)])
+    new = make_tar(os.path.join(workdir, 'new.tar.gz'), [('opt/kata/bin/a', 'file', b'a2', 0o755)])
     run_module('containerd_kata_payload', archive=old, **_args(workdir))
     res = run_module('containerd_kata_payload', archive=new, **_args(workdir))
     assert res['updated'] == ['bin/a'] and 'lib/old/x' in res['removed'] and 'lib/old/' in res['removed']
@@ -155,8 +132,8 @@ def test_upgrade_removes_what_the_new_payload_lacks(run_module, workdir):
     ([('other/bin/a', 'file', b'a', 0o644)], "has nothing under 'opt/kata'"),
 ])
 def test_hostile_archives_refused_before_anything_is_written(run_module, workdir, members, why):
-    archive = _tar(os.path.join(workdir, 'bad.tar.gz'), [('opt/kata/bin/ok', 'file', b'ok', 0o755)] + members
-                   if 'nothing under' not in why else members)
+    archive = make_tar(os.path.join(workdir, 'bad.tar.gz'), [('opt/kata/bin/ok', 'file', b'ok', 0o755)] + members
+                       if 'nothing under' not in why else members)
     res = run_module('containerd_kata_payload', archive=archive, expect_fail=True, **_args(workdir))
     assert why in res['msg']
     assert not os.path.exists(os.path.join(workdir, 'opt'))

@@ -8,14 +8,13 @@ members are refused, the modes and folders they get, what counts as
 """
 
 import hashlib
-import io
 import json
 import os
 import stat
-import tarfile
 
 import pytest
 
+from conftest import make_tar
 from ansible_collections.nodeguard.containerd.plugins.module_utils import _payload
 from ansible_collections.nodeguard.containerd.plugins.module_utils._payload import (
     PayloadError,
@@ -23,28 +22,6 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._payload impo
     read_members,
     remove,
 )
-
-
-def make_tar(path, members, fmt='w:gz'):
-    """A tarball from (name, kind, data-or-target, mode) tuples; kinds: file dir link hard fifo."""
-    with tarfile.open(str(path), fmt) as tar:
-        for name, kind, data, mode in members:
-            info = tarfile.TarInfo(name)
-            info.mode = mode
-            if kind == 'dir':
-                info.type = tarfile.DIRTYPE
-                tar.addfile(info)
-            elif kind in ('link', 'hard'):
-                info.type = tarfile.SYMTYPE if kind == 'link' else tarfile.LNKTYPE
-                info.linkname = data
-                tar.addfile(info)
-            elif kind == 'fifo':
-                info.type = tarfile.FIFOTYPE
-                tar.addfile(info)
-            else:
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-    return str(path)
 
 
 def entries_of(tmp_path, members, root='opt/kata'):
