@@ -57,10 +57,18 @@ def _section_block(src, path, flat=False):
             return None
     chunks = []
     multiline = False
+    headers = toml.headers()
+    end = None
     for i, h in enumerate(heads):
         section = toml._section(h)
-        start = toml._leading_blank_start(h) if i else h.start
-        chunks.append(toml.text[start:toml._content_end(section)])
+        if not i:
+            start = h.start
+        elif headers[headers.index(h) - 1] is heads[i - 1]:
+            start = end  # right after the previous section: its trailing comments and this header's come too
+        else:
+            start = toml._leading_blank_start(h)
+        end = toml._content_end(section)
+        chunks.append(toml.text[start:end])
         multiline = multiline or any(e.kind == 'keyval' and toml.text.count('\n', e.start, e.end) > 1
                                      for e in section)
     block = ''.join(chunks)
@@ -96,11 +104,26 @@ def _add(doc, src, path, value):
         _edit(doc, 'add %s' % dotted(path), doc.toml._insert_block, path, block)
         set_in(doc.toml.data, path, copy.deepcopy(value))
         return
+    if doc.toml.get(path) is None and _put_line_back(doc, src, path, value):
+        return
     raw = src.toml.raw_value(path)
     if raw is not None:
         _edit(doc, 'set %s' % dotted(path), doc.toml.restore_raw, path, raw)
     else:
         _edit(doc, 'set %s' % dotted(path), doc.toml.set_value, path, value)
+
+
+def _put_line_back(doc, src, path, value):
+    """A key the file lost goes back as the baseline's line, beside the key it followed there."""
+    line = src.toml.find_keyval(path)
+    if line is None or tuple(line.table) != path[:-1] or line.nkey != 1:
+        return False
+    siblings = [e.path[-1] for e in src.toml.entries
+                if e.kind == 'keyval' and tuple(e.table) == path[:-1] and e.nkey == 1]
+    at = siblings.index(path[-1])
+    neighbours = [(k, 'after') for k in reversed(siblings[:at])] + [(k, 'before') for k in siblings[at + 1:]]
+    return _edit(doc, 'set %s' % dotted(path), doc.toml.insert_key_line, path,
+                 src.toml.text[line.start:line.end], value, neighbours)
 
 
 def put_back(doc, src, path, base, cur):

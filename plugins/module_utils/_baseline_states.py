@@ -437,7 +437,8 @@ def do_restore(module, store, path):
     _require(store, baseline, path)
     target = _target_path(module, path)
     ctx = Context(module, target)
-    uid, gid, mode = _stat_owner(module, module.params)
+    recorded = record_attrs(baseline.config_record).mode if baseline.config_record is not None else None
+    uid, gid, mode = _stat_owner(module, module.params, base_mode=recorded)
     result = dict(changed=False)
     result.update(_info(store, baseline))
     protect = _protect(module.params)

@@ -253,6 +253,9 @@ class ConfigDocument(object):
         self.path = path
         text, self.bom = split_bom(text)
         self.original_text = text
+        # (path, value) of every key an edit set or found already so: what
+        # must be in effect even when no byte changes (principle 7)
+        self.wanted = []
         try:
             data = parse_toml(text)
         except TomlParseError as exc:

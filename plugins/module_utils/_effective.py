@@ -12,8 +12,9 @@ win), and merges them by its own version's rules (facts note, measured on
   one; top-level lists are appended; other top-level tables deep-merge.
 - 2.x: plugin tables deep-merge (arrays inside them are replaced), then the
   merged version 2 CRI table moves to the version 3 plugins when the last
-  file read with a version line says version = 2 (``migrate_merged_v2``); a
-  version-less drop-in that uses version 2 plugin ids is ignored.
+  file read with a version line says version = 2 (``migrate_merged_v2``),
+  also when the main file says version = 2 and a version 3 drop-in comes
+  later; a version-less drop-in that uses version 2 plugin ids is ignored.
 - every version: a file whose ``imports`` is not a list is refused.
 
 The view keeps, for every key, the file its value came from, so a module can
@@ -208,12 +209,19 @@ class EffectiveConfig(object):
         if self.migrates or self._read_v2:
             self.unread = migrate_merged_v2(self.merged, self.origin, self._last_version == 2,
                                             [p for p, _d in self.files])
+            versions = dict((p, file_version(d)) for p, d in self.files)
+            for (path, key) in [k for k in self.unread if versions.get(k[0], 2) >= 3]:
+                # measured on 2.1: the version 2 plugin id in a version 3 file is the gRPC plugin's, which
+                # does not know the CRI keys ("Ignoring unknown key")
+                self.unread[(path, key)] = ('%s is version 3, so containerd 2.x reads its plugins."%s" as the gRPC '
+                                            'plugin\'s, which has no such key' % (path, CRI_V2))
 
     # ------------------------------------------------------------ merging
     def _as_read(self, index, path, data):
         """A file's data as containerd reads it, or None when it ignores the file."""
         version = file_version(data)
-        if index and version > self.main_version:
+        # 2.x reads a version 3 drop-in of a version 2 main file (measured on 2.1); 1.7 refuses it, 1.6 ignores it
+        if index and version > self.main_version and not (self.migrates and version == 3):
             self.ignored.append((path, 'version = %d is higher than the main file\'s %d' % (version, self.main_version)))
             return None
         if self.replace or self.main_version == 2:
@@ -222,6 +230,7 @@ class EffectiveConfig(object):
                 if 'cri' in plugins:  # version 1's CRI plugin id
                     plugins[CRI_V2] = plugins.pop('cri')
                 return dict(data, plugins=plugins)
+            self._last_version = version  # on 2.x: a version 3 file read last stops the migration
             return data
         # containerd 2.x
         if version == 1:

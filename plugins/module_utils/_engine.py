@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import copy
 import os
+import stat
 import time
 import traceback
 
@@ -240,8 +241,13 @@ def _decode(path, raw):
                           key=None)
 
 
-def _stat_owner(module, params):
-    """uid/gid/mode wanted for the file, from the file options."""
+def _stat_owner(module, params, base_mode=None):
+    """uid/gid/mode wanted for the file, from the file options.
+
+    A symbolic mode (u+x) needs a mode to apply to: base_mode, the mode the
+    caller is about to write (a restore's recorded one); without it the mode
+    is left to set_fs_attributes after the rename.
+    """
     uid = gid = mode = None
     if params.get('file_owner') is not None:
         uid = _lookup_uid(module, params['file_owner'])
@@ -253,7 +259,13 @@ def _stat_owner(module, params):
             mode = raw
         elif isinstance(raw, str) and raw.isdigit():
             mode = int(raw, 8)
-        # a symbolic mode is applied after the rename by set_fs_attributes
+        elif base_mode is not None:
+            # the same rule set_fs_attributes applies, so it finds nothing left to change
+            try:
+                mode = module._symbolic_mode_to_octal(os.stat_result((stat.S_IFREG | base_mode,) + (0,) * 9), raw)
+            except ValueError as exc:
+                raise ConfigError('mode: %s. Nothing was written. Fix: an octal mode (0644) or a symbolic one '
+                                  '(u=rw,g=r,o=r).' % exc, key='mode')
     return uid, gid, mode
 
 
@@ -429,10 +441,19 @@ def _choose_target(module, ctx, edit, main, view_before):
                               'change there.' % exc.path, key='edit_in')
         _refuse_split(edit)
         return _retarget(module, ctx, edit, main, exc.path)
-    if not changes:
+    changed_paths = set(change[0] for change in changes)
+    unchanged = [(path, value) for path, value in main.doc.wanted if path not in changed_paths]
+    if not changes and not unchanged:
         return main, values, changes
-    view = load_effective(main.path, main.doc.data, ctx.containerd_version)
+    view = load_effective(main.path, main.doc.data, ctx.containerd_version) if changes else view_before
     effects = [e for e in effects_of(view, main.path, changes) if e.value is not ABSENT]
+    # config.toml may already say what the edit wants while a later file
+    # decides the key otherwise: no byte changes, and still not in effect
+    effects += [e for e in effects_of(view, main.path, unchanged) if not e.in_effect]
+    if not changes and not [e for e in effects if e.shadowed_by]:
+        if effects:
+            raise _shadow_error(main.path, effects, edit_in)
+        return main, values, changes
     # a later file that sets the same key decides it, whatever config.toml says:
     # the change belongs there (an equal value there makes this edit redundant)
     elsewhere = [e for e in effects if e.shadowed_by]
@@ -473,7 +494,11 @@ def _retarget(module, ctx, edit, main, path):
     try:
         values, changes = _apply(edit, target, ctx)
     except EditElsewhere as exc:
-        raise ConfigError(str(exc) + ' Nothing was written.', key='edit_in')
+        fix = ''
+        if exc.path != path:  # the runtime's table and the key that moved the edit live in two files
+            fix = (' Fix: make the change in two calls: the runtime\'s settings alone (they go to %s), then '
+                   'default: true alone (it goes to %s).' % (exc.path, path))
+        raise ConfigError(str(exc) + ' Nothing was written.' + fix, key='edit_in')
     return target, values, changes
 
 

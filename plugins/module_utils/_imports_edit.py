@@ -27,9 +27,11 @@ __metaclass__ = type
 import os
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
     TomlLayoutError,
     _skip_string,
+    dotted_path,
     render_value,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
@@ -376,23 +378,26 @@ def refuse_plugin_override(doc, entry, containerd_ver, pending=None):
         raise _override_error(doc, entry, overrides, containerd_ver)
 
 
-def old_cri_dropins(doc, entry):
-    """Files of entry with a version 2 CRI table that a version 3+ main config would not honour.
+def unread_keys(doc, entries, containerd_ver):
+    """[(file, {why: [keys]})] of entries' files whose version 2 CRI keys containerd 2.x would not read.
 
-    Measured on containerd 2.1.9: when the main file (version 3) defines
-    plugins."io.containerd.cri.v1.runtime", a version 2 drop-in's
-    plugins."io.containerd.grpc.v1.cri" runtimes (and e.g. enable_cdi) do not
-    reach the merged config (``containerd config dump``); its image settings do.
+    The merged view's measured rules (2.1): the merged version 2 CRI table
+    moves to the version 3 plugins only when the last file read with a
+    version line says version = 2, runtime keys only where the version 3
+    table lacks them, snapshot keys only beside a runtimes table.
     """
-    if doc.version < 3 or doc.toml.get(doc.layout.cri) is None:
+    if doc.version < 3 and not (containerd_ver and containerd_ver[0] >= 2):
         return []
-    files, _problems = load_tree(doc.path, {'imports': [entry]})
+    view = load_effective(doc.path, doc.data, containerd_ver or (2, 0))
+    added, _problems = load_tree(doc.path, {'imports': list(entries)})
     out = []
-    for path, data in files[1:]:
-        version = data.get('version', 1)
-        if isinstance(version, int) and version < 3 and isinstance(
-                (data.get('plugins') or {}).get('io.containerd.grpc.v1.cri'), dict):
-            out.append(path)
+    for path, _data in added[1:]:
+        reasons = {}
+        for (where, key), why in sorted(view.unread.items()):
+            if where == path:
+                reasons.setdefault(why, []).append(dotted_path(key))
+        if reasons:
+            out.append((path, reasons))
     return out
 
 
@@ -518,12 +523,6 @@ def apply_imports(doc, ledger, ctx, params):
                 if containerd_ver is False:
                     containerd_ver = ctx.containerd_version
                 refuse_plugin_override(doc, entry, containerd_ver)
-            for old in old_cri_dropins(doc, entry):
-                cri = doc.layout.cri_plugin
-                ctx.warn('%s is config version 2 and sets plugins."io.containerd.grpc.v1.cri", but %s is version %d '
-                         'and defines plugins."%s": containerd 2.1 does not apply that drop-in\'s runtimes '
-                         '(measured: they are missing from "containerd config dump"). Fix: write the drop-in with '
-                         'version = %d and plugins."%s".' % (old, doc.path, doc.version, cri, doc.version, cri))
             created = arr.insert(_insert_position(arr, keys, k, position), entry)
             added.append(entry)
             if mine:
@@ -533,6 +532,14 @@ def apply_imports(doc, ledger, ctx, params):
             else:
                 ledger.add({'owner': owner, 'resource': resource, 'kind': KIND, 'entry': entry,
                             'added': True, 'created_key': created})
+        if added and containerd_ver is False:
+            containerd_ver = ctx.containerd_version
+        for path, reasons in unread_keys(doc, added, containerd_ver):
+            ctx.warn('%s: containerd %s would not read these of its version 2 CRI keys: %s. Fix: write the '
+                     'drop-in with version = 3 and the version 3 plugin ids (plugins."io.containerd.cri.v1.runtime", '
+                     'plugins."io.containerd.cri.v1.images").'
+                     % (path, '%d.%d' % tuple(containerd_ver[:2]) if containerd_ver else '2.x', '; '.join(
+                         '%s (%s)' % (', '.join(keys), why) for why, keys in sorted(reasons.items()))))
         order = [arr.keys().index(key) for key in keys if key in arr.keys()]
         if order != sorted(order):
             ctx.warn('%s: the imports %s are in the file in another order than listed; they were left where they '

@@ -47,6 +47,7 @@ def set_owned(doc, ledger, owner, resource, path, value, own_table=False):
     deletes whole, so no prior needs recording.
     """
     path = tuple(path)
+    doc.wanted.append((path, value))
     current = doc.toml.get(path)
     if current is not None and same_value(current, value):
         # Already so.  If other owners changed this key, this owner now

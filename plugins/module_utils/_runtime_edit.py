@@ -103,21 +103,41 @@ def _defined_in_imports(doc, name, ctx=None):
     When doc is a drop-in being edited (ctx.tree_files set by the engine),
     config.toml and the other drop-ins count too.
     """
+    for path, data in _tree_files(doc, ctx):
+        if path != doc.path and isinstance(_runtime_table(data, name), dict):
+            return path
+    return None
+
+
+def _tree_files(doc, ctx):
     files = getattr(ctx, 'tree_files', None)
     if files is None:
         files, _problems = load_tree(doc.path, doc.data)
-    for path, data in files:
-        if path == doc.path:
-            continue
-        version = file_version(data)
-        if version in (2, 3, 4):
-            table = Layout(version).runtimes
-            cur = data
-            for part in table:
-                cur = cur.get(part) if isinstance(cur, dict) else None
-            if isinstance(cur, dict) and name in cur:
-                return path
-    return None
+    return files
+
+
+def _runtime_table(data, name):
+    """The runtime's table in one file's data (its own version's layout), or None."""
+    version = file_version(data)
+    if version not in (2, 3, 4):
+        return None
+    cur = data
+    for part in Layout(version).runtime(name):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+def _holds_wanted(doc, ctx, path, name, wanted):
+    """True when the file at path that defines the runtime has every wanted value already."""
+    table = [_runtime_table(data, name) for p, data in _tree_files(doc, ctx) if p == path][0]
+    width = len(doc.layout.runtime(name))
+    for key_path, value in wanted:
+        cur = table
+        for part in key_path[width:]:
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        if cur is None or not same_value(cur, value):
+            return False
+    return True
 
 
 def _keep_builtin_runc(doc, ledger, ctx, owner, resource):
@@ -147,14 +167,20 @@ def runtime_present(doc, ledger, ctx, params):
     if doc.toml.get(path) is None:
         dropin = _defined_in_imports(doc, name, ctx)
         if dropin:
-            if not (_wanted_keys(params, path) or params.get('inherit')):
+            wanted = _wanted_keys(params, path)
+            # an edit the engine moved to this drop-in (it decides the default) while config.toml or
+            # another drop-in holds the runtime as asked: only the default is left to write here
+            moved = getattr(ctx, 'tree_files', None) is not None and _holds_wanted(doc, ctx, dropin, name, wanted)
+            if not params.get('inherit') and (not wanted or moved):
                 if params.get('default') is True:
                     set_owned(doc, ledger, owner, resource, doc.layout.default_runtime_name, name)
                 return dict(created=False)
             # a second table here would merge into (2.x) or be replaced by (1.x)
             # the drop-in's: the runtime is edited where containerd reads it
-            raise EditElsewhere('%s: runtime %s is defined in the drop-in %s, which %s imports.'
-                                % (doc.path, name, dropin, doc.path), dropin)
+            where = ('%s, another file of the config tree containerd reads' % dropin
+                     if getattr(ctx, 'tree_files', None) is not None
+                     else 'the drop-in %s, which %s imports' % (dropin, doc.path))
+            raise EditElsewhere('%s: runtime %s is defined in %s.' % (doc.path, name, where), dropin)
         if name != 'runc':
             _keep_builtin_runc(doc, ledger, ctx, owner, resource)
         source = _inherit_source(doc, params, ctx)

@@ -604,6 +604,25 @@ class TomlText(object):
         e = self.find_keyval(path)
         self._splice(e.value_start, e.value_end, raw)
 
+    def insert_key_line(self, path, line, value, neighbours):
+        """Put key path back as a line of another file's text, next to a key it sat beside there.
+
+        line: the key's line as written elsewhere (its comment too), re-indented
+        like the neighbour here.  neighbours: (key, 'after' or 'before') in order
+        of preference.  False, and nothing changed, when no neighbour is a key
+        line of the table's own section here.
+        """
+        path = tuple(path)
+        for key, side in neighbours:
+            e = self.find_keyval(path[:-1] + (key,))
+            if e is None or tuple(e.table) != path[:-1] or e.nkey != 1:
+                continue
+            body = line.lstrip(' \t').rstrip('\r\n')
+            self._insert_lines(e.end if side == 'after' else e.start, '%s%s\n' % (e.indent, body))
+            set_in(self.data, path, copy.deepcopy(value))
+            return True
+        return False
+
     def _refuse_inside_inline(self, path):
         """TOML cannot extend an inline table ({ ... }) with a [section]."""
         for cut in range(len(path) - 1, 0, -1):

@@ -243,6 +243,20 @@ def file_version(data):
     return v if isinstance(v, int) and not isinstance(v, bool) else 1
 
 
+def _reads_v3(containerd_ver):
+    return containerd_ver is not None and containerd_ver[0] >= 2
+
+
+def _higher_version_fate(containerd_ver):
+    """What containerd 1.x does with a drop-in whose version is higher than the main file's (measured)."""
+    if containerd_ver is None:
+        return 'containerd 1.7 refuses it and 1.6 does not read it'
+    if tuple(containerd_ver[:2]) >= (1, 7):
+        return 'containerd %s refuses it' % '.'.join(str(x) for x in containerd_ver[:2])
+    return ('containerd %s does not read it (it knows no version 3 plugin ids), so nothing in it takes effect'
+            % '.'.join(str(x) for x in containerd_ver[:2]))
+
+
 def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_plugin_override=False, overrides=None):
     """Built-in checks of a candidate config; returns a list of error messages.
 
@@ -267,10 +281,11 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
     main_plugins = main_data.get('plugins') or {}
     for index, (path, data) in enumerate(files):
         version = file_version(data)
-        if index and version > main_version:
-            errors.append('%s has version = %d, higher than the main config %s (version = %d): containerd '
-                          'refuses that. Fix: write the drop-in with version = %d.'
-                          % (path, version, main_path, main_version, main_version))
+        if index and version > main_version and not (version == 3 and _reads_v3(containerd_ver)):
+            errors.append('%s has version = %d, higher than the main config %s (version = %d): %s. Fix: write '
+                          'the drop-in with version = %d.'
+                          % (path, version, main_path, main_version, _higher_version_fate(containerd_ver),
+                             main_version))
             continue
         if version not in SUPPORTED_VERSIONS:
             continue  # the main file's version was checked when it was read

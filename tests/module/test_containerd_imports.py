@@ -478,6 +478,7 @@ def test_v2_dropin_into_v3_config_is_warned(run_module, config, containerd2_env)
     kata = dropin(path, 'kata-deploy.toml', KATA_V2)
     res = run_module('containerd_imports', path=path, imports=[kata], owner='coco', env=containerd2_env)
     assert res['changed']
-    assert any('config version 2' in w and 'version = 3' in w for w in res['warnings'])
+    assert any(w.startswith('%s: containerd 2.1 would not read these of its version 2 CRI keys: ' % kata)
+               and 'containerd.runtimes' in w and 'version = 3' in w for w in res['warnings']), res['warnings']
     merged = dumped(path, CONTAINERD_2)['plugins'][V3_CRI]['containerd']['runtimes']
     assert 'kata-qemu' not in merged and 'runc' in merged

@@ -122,3 +122,44 @@ def test_a_key_left_because_another_file_hides_it_does_not_stop_the_next():
     assert out['left'][0]['shadowed_by'] == '/etc/containerd/conf.d/99.toml'
     assert out['restored'] == ['plugins."%s".containerd.runtimes.runc' % CRI2]
     assert 'default_runtime_name = "crun"' in finish(doc)
+
+
+def test_comments_before_a_sub_table_and_after_a_sections_last_key_come_back_with_the_block():
+    base_text = ('version = 2\n\n%s]\n  default_runtime_name = "runc"\n\n'
+                 '  %s.runtimes.runc]\n    runtime_type = "io.containerd.runc.v2"\n    # kept for the next upgrade\n\n'
+                 '    # the kubelet expects the systemd cgroup driver\n'
+                 '    %s.runtimes.runc.options]\n      SystemdCgroup = true\n' % (HEAD, HEAD, HEAD))
+    text = put_runc_back(base_text, CURRENT)
+    assert text == CURRENT + base_text[base_text.index('\n  %s.runtimes.runc]' % HEAD):]
+
+
+def _put_key_back(base_text, cur_text, path):
+    doc, base = doc_of(cur_text), doc_of(base_text)
+    put_back(doc, base, path, lookup(base.data, path), lookup(doc.data, path))
+    return finish(doc)
+
+
+RUNC_KEYS = ('version = 2\n\n%s.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n'
+             '  privileged_without_host_devices = false  # kubelet default\n  base_runtime_spec = ""\n' % HEAD)
+
+
+def test_a_key_lost_from_the_middle_of_a_section_comes_back_in_its_place_with_its_comment():
+    cur = RUNC_KEYS.replace('  privileged_without_host_devices = false  # kubelet default\n', '')
+    assert _put_key_back(RUNC_KEYS, cur, RUNC + ('privileged_without_host_devices',)) == RUNC_KEYS
+
+
+def test_a_lost_first_key_goes_back_before_the_key_that_followed_it():
+    cur = RUNC_KEYS.replace('  runtime_type = "io.containerd.runc.v2"\n', '')
+    assert _put_key_back(RUNC_KEYS, cur, RUNC + ('runtime_type',)) == RUNC_KEYS
+
+
+def test_a_lost_key_takes_the_indentation_of_the_file_it_goes_back_to():
+    cur = RUNC_KEYS.replace('  privileged_without_host_devices = false  # kubelet default\n', '').replace('\n  ', '\n')
+    text = _put_key_back(RUNC_KEYS, cur, RUNC + ('privileged_without_host_devices',))
+    assert text == RUNC_KEYS.replace('\n  ', '\n')
+
+
+def test_a_lost_key_whose_neighbours_are_gone_too_goes_to_the_end_of_its_section():
+    cur = 'version = 2\n\n%s.runtimes.runc]\n  SystemdCgroup = true\n' % HEAD
+    text = _put_key_back(RUNC_KEYS, cur, RUNC + ('base_runtime_spec',))
+    assert text == cur + '  base_runtime_spec = ""\n'

@@ -157,7 +157,11 @@ def test_a_symbolic_mode_is_applied_after_the_restore(tmp_path, capsys):
     os.chmod(node.path, 0o644)
     node.run()
     r = node.run(state='restore', mode='a+x')
-    assert r['changed'] and r['restored'] == [] and _mode(node.path) == 0o755
+    assert r['changed'] and r['restored'] == [node.path] and _mode(node.path) == 0o755  # as mode: '0755' would
+    # the symbolic mode applies to the mode the restore puts back: a second run and its check mode change nothing
+    assert not node.run(state='restore', mode='a+x', _ansible_check_mode=True)['changed']
+    again = node.run(state='restore', mode='a+x')
+    assert not again['changed'] and _mode(node.path) == 0o755, again
 
 
 def _owned_dropin(node, name, ledger=None, kind='file', age=60):
@@ -492,3 +496,12 @@ def test_a_restore_says_what_containerd_ran_before_it_and_only_of_a_config_it_co
     node.write(good.replace('version = 2\n', ''))
     r = node.run(state='restore')
     assert 'effective_drift' not in r and r['restored'] == [node.path] and node.read() == good
+
+
+def test_a_symbolic_mode_that_is_not_valid_is_refused_naming_the_option_and_nothing_is_written(tmp_path, capsys):
+    node = Node(tmp_path, capsys)
+    node.run()
+    node.write(node.read() + '# edited\n')
+    r = node.run(state='restore', mode='a+q', expect_fail=True)
+    assert r['msg'].startswith('mode: ') and 'Nothing was written' in r['msg'] and 'u=rw,g=r,o=r' in r['msg'], r
+    assert node.read().endswith('# edited\n')

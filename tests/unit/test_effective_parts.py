@@ -158,12 +158,17 @@ def test_removals_and_list_entries_are_judged_on_the_merged_view(tmp_path):
 def test_why_a_change_is_not_in_effect(tmp_path):
     main = 'version = 2\nimports = ["{d}"]\n'
     d = 'version = 3\n[plugins."io.containerd.cri.v1.runtime"]\nenable_cdi = true\n'
-    view, path, paths = viewed(tmp_path, V21, main, d=d)
+    view, path, paths = viewed(tmp_path, V16, main, d=d)
     (eff,) = effects_of(view, paths['d'], [(('plugins', CRI_V3_RUNTIME, 'enable_cdi'), True)])
-    assert eff.why == ("containerd 2.1.0 ignores %s (version = 3 is higher than the main file's 2)" % paths['d'])
+    assert eff.why == ("containerd 1.6.20 ignores %s (version = 3 is higher than the main file's 2)" % paths['d'])
     # a file outside the tree (its name sorts before the ignored one's): not read, not "ignored"
     assert _why_shadowed(view, ('enable_cdi',), str(tmp_path / 'a.toml'), None) == \
-        'containerd 2.1.0 does not read it from %s' % (tmp_path / 'a.toml')
+        'containerd 1.6.20 does not read it from %s' % (tmp_path / 'a.toml')
+    # 2.x reads a version 3 drop-in of a version 2 main file
+    (tmp_path / 'on-2.1').mkdir()
+    view, path, paths = viewed(tmp_path / 'on-2.1', V21, main, d=d)
+    (eff,) = effects_of(view, paths['d'], [(('plugins', CRI_V3_RUNTIME, 'enable_cdi'), True)])
+    assert eff.in_effect and view.ignored == []
     one_x, path, paths = viewed(tmp_path, V16, main, d=d)
     assert _why_shadowed(one_x, ('plugins',), path, paths['d']) == \
         '%s sets plugins later, and the later file wins' % paths['d']

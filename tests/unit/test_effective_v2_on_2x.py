@@ -236,3 +236,39 @@ def test_imports_that_are_not_a_list_are_refused_with_the_file_and_the_fix(tmp_p
     assert str(info.value) == ('%s: "imports" must be an array of file paths, found %r: containerd refuses the whole '
                                'config. Fix: write it as a list, imports = ["%s"].' % (bad, c, c))
     assert info.value.details['key'] == 'imports'
+
+
+V2_MAIN_V3_DROPIN = ('version = 2\nimports = ["{a}"]\n' + V2_CONTAINERD + 'default_runtime_name = "kata"\n' + V2_KATA,
+                     'version = 3\n' + V3_ZFS + V3_CONTAINERD + 'default_runtime_name = "runc"\n')
+
+
+def test_a_version_3_drop_in_of_a_version_2_main_file_is_read_by_2x_and_stops_the_migration(tmp_path):
+    main, dropin = V2_MAIN_V3_DROPIN
+    view, _path, paths = agree(tmp_path, 'v2-main', main, {SNAP: 'zfs', DEFAULT_RUNTIME: 'runc'}, runtimes=[],
+                               a=dropin)
+    assert view.ignored == []
+    (eff,) = effects_of(view, _path, [(('plugins', CRI_V2, 'containerd', 'default_runtime_name'), 'kata')])
+    assert not eff.in_effect and 'a version 3 file is read after it' in eff.why
+    # and the built-in checks take the tree as 2.1 does: nothing refused
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import check_tree
+    with open(_path) as f:
+        assert check_tree(_path, parse_toml(f.read()), (2, 1)) == []
+
+
+def test_a_version_3_drop_in_of_a_version_2_main_file_is_ignored_by_16_and_refused_by_17(tmp_path):
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import check_tree
+    main, dropin = V2_MAIN_V3_DROPIN
+    path, paths = tree(tmp_path, main, a=dropin)
+    with open(path) as f:
+        data = parse_toml(f.read())
+    rc, out, _err = _dump(path, '1.6')
+    assert rc == 0 and get_in(tomllib.loads(out), ('plugins', CRI_V2, 'containerd', 'default_runtime_name')) == 'kata'
+    view = load_effective(path, data, (1, 6))
+    assert view.value(('plugins', CRI_V2, 'containerd', 'default_runtime_name')) == 'kata'
+    assert [p for p, _why in view.ignored] == [paths['a']]
+    (msg16,) = check_tree(path, data, (1, 6))
+    assert 'containerd 1.6 does not read it' in msg16 and 'Fix: write the drop-in with version = 2' in msg16
+    rc, _out, err = _dump(path, '1.7')
+    assert rc != 0 and 'version `3` is not supported' in err
+    (msg17,) = check_tree(path, data, (1, 7))
+    assert 'containerd 1.7 refuses it' in msg17 and 'Fix: write the drop-in with version = 2' in msg17

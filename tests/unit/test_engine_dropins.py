@@ -21,7 +21,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from conftest import CONTAINERD_2, fixture_text, read
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import tree_records
-from ansible_collections.nodeguard.containerd.plugins.modules import containerd_setting
+from ansible_collections.nodeguard.containerd.plugins.modules import containerd_runtime, containerd_setting
 
 RUNTIME = "[plugins.'io.containerd.cri.v1.runtime'.containerd]\n"
 IMAGES = "[plugins.'io.containerd.cri.v1.images']\n"
@@ -41,7 +41,7 @@ def node(tmp_path):
     return dict(path=str(path), dropin=str(dropin), state=str(tmp_path / 'state'), tmp=str(tmp_path))
 
 
-def setting(node, capsys, diff=False, **args):
+def setting(node, capsys, diff=False, module=containerd_setting, **args):
     params = dict(path=node['path'], state_dir=node['state'], owner='coco', containerd_bin=CONTAINERD_2,
                   _ansible_diff=diff, _ansible_tmpdir=node['tmp'], _ansible_remote_tmp=node['tmp'])
     params.update(args)
@@ -52,7 +52,7 @@ def setting(node, capsys, diff=False, **args):
             store.clear()
     with patch_module_args(params):
         with pytest.raises(SystemExit):
-            containerd_setting.main()
+            module.main()
     result = json.loads(capsys.readouterr().out)
     result['warnings'] = [w['event']['msg'] if isinstance(w, dict) else w for w in result.get('warnings', [])]
     return result
@@ -361,3 +361,74 @@ def test_an_uninstall_over_two_files_reports_what_each_gave_back(node, capsys):
     res = json.loads(capsys.readouterr().out)
     assert res['changed'] and res['files'] == [node['dropin'], node['path']]
     assert res['removed'] == ['10-site.toml', 'config.toml'] and res['restored'] is True and res['kept'] == ['k']
+
+
+def _dropin_says_native(node):
+    with open(node['dropin'], 'w') as f:
+        f.write("version = 3\n%s  snapshotter = 'native'\n" % IMAGES)
+
+
+def test_a_value_config_toml_already_holds_but_a_drop_in_overrides_is_written_to_the_drop_in(node, capsys):
+    # config.toml says overlayfs already, so the edit changes no byte there; the drop-in decides native
+    _dropin_says_native(node)
+    before = read(node['path'])
+    res = setting(node, capsys, key='images.snapshotter', value='overlayfs')
+    assert res.get('changed') and res['file'] == node['dropin'], res
+    assert "snapshotter = 'overlayfs'" in read(node['dropin']) and read(node['path']) == before
+    again = setting(node, capsys, key='images.snapshotter', value='overlayfs')
+    assert not again['changed'] and again['file'] == node['path'], again
+
+
+def test_a_value_config_toml_already_holds_is_refused_with_edit_in_config_when_a_drop_in_overrides(node, capsys):
+    _dropin_says_native(node)
+    before, dropin = read(node['path']), read(node['dropin'])
+    res = setting(node, capsys, key='images.snapshotter', value='overlayfs', edit_in='config')
+    assert res['failed'] and 'has no effect' in res['msg'] and node['dropin'] in res['msg'], res
+    assert read(node['path']) == before and read(node['dropin']) == dropin
+
+
+def test_check_mode_says_a_value_config_toml_already_holds_would_go_to_the_overriding_drop_in(node, capsys):
+    _dropin_says_native(node)
+    dropin = read(node['dropin'])
+    res = setting(node, capsys, key='images.snapshotter', value='overlayfs', _ansible_check_mode=True)
+    assert res['changed'] and res['file'] == node['dropin'] and read(node['dropin']) == dropin, res
+
+
+def test_a_default_runtime_config_toml_already_names_but_a_drop_in_overrides_is_written_to_the_drop_in(node, capsys):
+    # config.toml defines nvidia and names it the default; the drop-in names runc, so runc is what runs
+    text = read(node['path']).replace("default_runtime_name = 'runc'", "default_runtime_name = 'nvidia'")
+    text += ("\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.nvidia]\n"
+             "  runtime_type = 'io.containerd.runc.v2'\n")
+    with open(node['path'], 'w') as f:
+        f.write(text)
+    res = setting(node, capsys, module=containerd_runtime, name='nvidia', runtime_type='io.containerd.runc.v2',
+                  default=True, owner='gpu')
+    assert res.get('changed') and res['file'] == node['dropin'], res
+    assert "default_runtime_name = 'nvidia'" in read(node['dropin']) and read(node['path']) == text
+
+
+def test_a_runtime_change_config_toml_defines_but_a_drop_in_decides_the_default_is_refused_naming_both(node, capsys):
+    # the runtime's table is in config.toml, the default in the drop-in: one call cannot write both
+    text = read(node['path']) + ("\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.nvidia]\n"
+                                 "  runtime_type = 'io.containerd.runc.v2'\n")
+    with open(node['path'], 'w') as f:
+        f.write(text)
+    dropin = read(node['dropin'])
+    res = setting(node, capsys, module=containerd_runtime, name='nvidia', options={'BinaryName': '/usr/bin/nv'},
+                  default=True, owner='gpu')
+    assert res['failed'] and res['msg'].startswith(
+        '%s: runtime nvidia is defined in %s, another file of the config tree containerd reads.'
+        % (node['dropin'], node['path'])), res['msg']
+    assert 'Fix: make the change in two calls' in res['msg']
+    assert read(node['path']) == text and read(node['dropin']) == dropin
+    # the fix works: the settings go to config.toml, then the default to the drop-in
+    first = setting(node, capsys, module=containerd_runtime, name='nvidia', options={'BinaryName': '/usr/bin/nv'},
+                    owner='gpu')
+    assert first['changed'] and first['file'] == node['path'] and "BinaryName = '/usr/bin/nv'" in read(node['path'])
+    second = setting(node, capsys, module=containerd_runtime, name='nvidia', default=True, owner='gpu')
+    assert second['changed'] and second['file'] == node['dropin'], second
+    assert "default_runtime_name = 'nvidia'" in read(node['dropin'])
+    # and both undo where they were written: the original bytes come back
+    gone = setting(node, capsys, module=containerd_runtime, name='nvidia', state='absent', owner='gpu')
+    assert gone['changed'], gone
+    assert read(node['dropin']) == dropin and read(node['path']) == text

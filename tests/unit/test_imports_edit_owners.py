@@ -190,20 +190,34 @@ def test_require_exists_false_adds_a_missing_file_with_warnings(tmp_path):
 
 # ------------------------------------------------------------------ what containerd would not apply
 def test_a_version_2_cri_drop_in_under_a_version_3_config_is_added_with_a_warning(tmp_path):
+    # measured on 2.1: a version 3 file read after the version 2 one stops its migration, and a version 3
+    # file's plugins."io.containerd.grpc.v1.cri" is the gRPC plugin's ("Ignoring unknown key")
     node = Node(tmp_path, 'version = 3\n\n[plugins."io.containerd.cri.v1.runtime"]\n  enable_cdi = true\n',
                 version=(2, 1))
     old = node.file('gpu.toml', 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = true\n')
     new = node.file('new.toml', 'version = 3\n[plugins."io.containerd.cri.v1.runtime"]\n  enable_cdi = true\n')
-    # a version 3 drop-in is read as such, whatever plugin ids it names
     mixed = node.file('mixed.toml', 'version = 3\n[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = true\n')
-    out = node.run([old, new, mixed])
-    assert out['added'] == [old, new, mixed]
-    cri = 'io.containerd.cri.v1.runtime'
+    out = node.run([old, new])
+    assert out['added'] == [old, new]
+    fix = ('Fix: write the drop-in with version = 3 and the version 3 plugin ids (plugins."io.containerd.cri.v1.'
+           'runtime", plugins."io.containerd.cri.v1.images").')
+    key = 'plugins."io.containerd.cri.v1.runtime".enable_cdi'
     assert node.ctx.warnings == [
-        '%s is config version 2 and sets plugins."io.containerd.grpc.v1.cri", but %s is version 3 and defines '
-        'plugins."%s": containerd 2.1 does not apply that drop-in\'s runtimes (measured: they are missing from '
-        '"containerd config dump"). Fix: write the drop-in with version = 3 and plugins."%s".'
-        % (old, node.path, cri, cri)]
+        '%s: containerd 2.1 would not read these of its version 2 CRI keys: %s (a version 3 file is read after it, '
+        'and containerd 2.x then migrates no version 2 CRI table). %s' % (old, key, fix)]
+    del node.ctx.warnings[:]
+    assert node.run([mixed])['added'] == [mixed]
+    assert node.ctx.warnings == [
+        '%s: containerd 2.1 would not read these of its version 2 CRI keys: %s (%s is version 3, so containerd 2.x '
+        'reads its plugins."io.containerd.grpc.v1.cri" as the gRPC plugin\'s, which has no such key). %s'
+        % (mixed, key, mixed, fix)]
+
+
+def test_a_version_2_cri_drop_in_that_2x_reads_whole_is_added_without_a_warning(tmp_path):
+    # the last file with a version line says version 2 and the version 3 runtime table lacks the key: migrated
+    node = Node(tmp_path, 'version = 3\n', version=(2, 1))
+    old = node.file('gpu.toml', 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = false\n')
+    assert node.run([old])['added'] == [old] and node.ctx.warnings == []
 
 
 def test_an_override_refusal_on_an_unknown_containerd_says_1_x_is_assumed(tmp_path):

@@ -176,7 +176,7 @@ def test_a_glob_lists_the_files_it_matches(tmp_path):
     assert entry['glob'] and entry['files'] == [one, two] and not entry['missing']
 
 
-@pytest.mark.parametrize('ver,said', [(V21, 'containerd 2.1 ignores'), (None, 'containerd ? ignores')])
+@pytest.mark.parametrize('ver,said', [(V16, 'containerd 1.6 ignores'), (None, 'containerd ? ignores')])
 def test_a_file_containerd_ignores_is_a_problem_of_the_imports(tmp_path, ver, said):
     v3 = write(tmp_path / 'v3.toml', 'version = 3\n')
     path = write(tmp_path / 'config.toml', 'version = 2\nimports = ["%s"]\n' % v3)
@@ -410,3 +410,9 @@ def test_a_runtime_on_one_side_only_does_not_end_the_comparison():
     runtimes = {'a-model-only': {'table': {}}, 'c-both': {'table': {'options': {}, 'runtime_type': 'x'}}}
     out = dump_disagreements(records, runtimes, {'name': 'runc'})
     assert [d['key'].rsplit('runtimes.', 1)[1] for d in out] == ['a-model-only', 'b-dump-only', 'c-both.runtime_type']
+
+
+def test_a_version_3_drop_in_of_a_version_2_main_file_is_no_problem_on_2x(tmp_path):
+    v3 = write(tmp_path / 'v3.toml', 'version = 3\n')
+    path = write(tmp_path / 'config.toml', 'version = 2\nimports = ["%s"]\n' % v3)
+    assert imports_facts(load_effective(path, {'version': 2, 'imports': [v3]}, V21), V21)['problems'] == []
