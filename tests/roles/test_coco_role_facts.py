@@ -35,7 +35,7 @@ READS = ("'facts': {"
          "'entries': __coco_runtime_entries | default(none), 'required': __coco_payload_required | default(none), "
          "'dropins': __coco_dropins_wanted | default(none), 'anything': __coco_anything_on_node | default(none), "
          "'complete': __coco_complete_on_node | default(none), 'kube': __coco_kube | default(none), "
-         "'start': __coco_node_start | default(none), 'node': __coco_node | default(none)}")
+         "'start': __coco_node_start | default(none), 'config': __coco_info.config | default(none)}")
 
 
 def run_coco(workdir, path, role_vars, containerd_dir=None):
@@ -107,7 +107,8 @@ def test_containerd_1x_puts_the_handlers_into_config_toml(workdir, config):
     assert facts['anything'] is False and facts['complete'] is False
     assert facts['kube'] == dict(enabled=True, reason='', kubectl=kubectl, kubeconfig=kubeconfig, node='node-7')
     # the start of the run, kept for the rescue's comparison
-    assert facts['start'] == facts['node'] and facts['start']['config_exists'] is True
+    # the first read, kept for the rescue: the config as containerd_info saw it
+    assert facts['start']['config_exists'] is True and facts['start']['config_sha256'] == facts['config']['sha256']
     assert tree(workdir) == before
 
 
@@ -163,7 +164,7 @@ def test_bad_input_is_refused_before_any_write(workdir, config, role_vars, named
     res = run_coco(workdir, path, role_vars)
     assert res['failure'].startswith('coco cannot run on localhost: containerd 1.6'), res['failure']
     assert named in res['failure'], res['failure']
-    assert res['facts']['node']['config_exists'] is True
+    assert res['facts']['config']['exists'] is True
     assert tree(workdir) == before
 
 
