@@ -220,6 +220,8 @@ options:
     description:
       - Permissions of the config after O(state=restore) or O(state=repair), as for M(ansible.builtin.file).
       - By default a restore gives the config the mode recorded in the baseline, and a repair keeps the current one.
+      - A symbolic mode (V(u+x), V(g-w)) applies to the baseline's recorded mode on a restore, so a second
+        restore finds nothing to change.
     type: raw
   file_owner:
     description:
