@@ -58,8 +58,8 @@ options:
         a C(plugins.<id>) table (for example the NVIDIA toolkit's C(conf.d/99-nvidia.toml), which carries the whole
         CRI table) replaces config.toml's table, and on 2.x a later file that sets the same key wins. The change
         then goes to that drop-in, is recorded in the ledger for that file and is undone there, to the byte.
-        This holds also when config.toml already has the wanted value: a run is only C(ok) when the value is in
-        effect.
+        This holds also when config.toml already has the wanted value, since a run is only C(ok) when the value
+        is in effect.
       - V(config) writes to O(path) only, and refuses (naming the drop-in that shadows the key) when the change
         would have no effect there.
       - An absolute path names one file of the tree (O(path) or a file it imports) to write to; the change must

@@ -452,7 +452,7 @@ def do_restore(module, store, path):
     finally:
         for w in ctx.warnings:
             module.warn(w)
-    if not module.check_mode and os.path.exists(target):
+    if os.path.exists(target):   # in check mode it only says what it would change
         if module.set_fs_attributes_if_different(_file_args(module, target), False):
             result['changed'] = True
     return result

@@ -14,7 +14,9 @@ win), and merges them by its own version's rules (facts note, measured on
   merged version 2 CRI table moves to the version 3 plugins when the last
   file read with a version line says version = 2 (``migrate_merged_v2``),
   also when the main file says version = 2 and a version 3 drop-in comes
-  later; a version-less drop-in that uses version 2 plugin ids is ignored.
+  later; otherwise only the gRPC server's own keys of that table are read
+  (from a version 3 file as well); a version-less drop-in that uses version
+  2 plugin ids is ignored.
 - every version: a file whose ``imports`` is not a list is refused.
 
 The view keeps, for every key, the file its value came from, so a module can
@@ -203,10 +205,11 @@ class EffectiveConfig(object):
         self.ignored = []       # (file, reason) containerd skips
         self.unread = {}        # (file, merged path): why containerd 2.x does not read that version 2 key
         self._last_version = self.main_version  # of the last file read that has a version line
-        self._read_v2 = False
         for index, (path, data) in enumerate(self.files):
             self._merge_file(index, path, data)
-        if self.migrates or self._read_v2:
+        if not self.replace:
+            # 2.x: the merged version 2 CRI table is migrated, or (a version 3 file read last) read as the gRPC
+            # plugin's table, which keeps only its own keys: from a version 3 file too (measured on 2.1)
             self.unread = migrate_merged_v2(self.merged, self.origin, self._last_version == 2,
                                             [p for p, _d in self.files])
             versions = dict((p, file_version(d)) for p, d in self.files)
@@ -239,7 +242,6 @@ class EffectiveConfig(object):
                                            'plugins tables'))
             return dict((k, v) for k, v in data.items() if k != 'plugins')
         # a version 2 file merges as written; migrate_merged_v2 reads the merged CRI table at the end
-        self._read_v2 = self._read_v2 or version == 2
         self._last_version = version
         return data
 
@@ -264,7 +266,8 @@ class EffectiveConfig(object):
             elif key == 'plugins' and isinstance(value, dict):
                 plugins = self.merged.setdefault('plugins', {})
                 for pid, table in value.items():
-                    if self.replace or not isinstance(plugins.get(pid), dict) or not isinstance(table, dict):
+                    # 2.x deep-merges a table into whatever is there (nothing, or a value it replaces)
+                    if self.replace or not isinstance(table, dict):
                         self._replace(('plugins', pid), table, path)
                     else:
                         self._deep_merge(('plugins', pid), table, path)
@@ -300,6 +303,11 @@ class EffectiveConfig(object):
         """A key path of one file (default: main) as it appears in the merged view."""
         path = tuple(path)
         version = self._version_of(file_path)
+        if version == 1 and (self.replace or self.main_version == 2):
+            # read as version 2 (_as_read): version 1's CRI plugin id is the version 2 one
+            if path[:2] == ('plugins', 'cri'):
+                path = ('plugins', CRI_V2) + path[2:]
+            version = 2
         if not self.replace and (self.migrates or self.main_version >= 3) and version == 2:
             return translate_v2_path(path)
         return path

@@ -464,8 +464,9 @@ def _choose_target(module, ctx, edit, main, view_before):
     if edit_in != 'config' and len(homes) > 1:
         _refuse_split(edit)  # a batch whose parts different drop-ins decide: each part goes to its own
     if edit_in == 'config' or len(homes) != 1:
-        if lost or len(homes) != 1:
-            raise _shadow_error(main.path, lost or elsewhere, edit_in)
+        # what is in effect already (the drop-ins say the same) is no refusal, however many drop-ins decide it
+        if lost:
+            raise _shadow_error(main.path, lost, edit_in)
         return main, values, changes
     _refuse_split(edit)
     return _retarget(module, ctx, edit, main, homes.pop())

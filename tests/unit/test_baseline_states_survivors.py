@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 """_baseline_states rules the mutation run of 05fad31 found untested (tests/mutation, session of the
 A group): the checks a snapshot and a repair make before anything is asked or written, the warnings of a
-broken baseline, keep: 0, how often containerd is asked, and which drop-in a repair writes.
+broken baseline, keep: 0, how often containerd is asked, which drop-in a repair writes and what from, the
+file a repair through a link names, and the file attributes a check-mode restore must predict.
 
 In process (tests/unit/baseline_inproc.py); containerd 2.1 (build/containerd2) where the tree is a
 version 3 one, stand-ins (stub_containerd, behind a logging wrapper) where the test counts what
@@ -11,12 +12,14 @@ containerd is asked.
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
 from baseline_inproc import Node, hand_made_baseline, manifest_of, stub_containerd
 
 from conftest import CONTAINERD_2
+from test_baseline_states_repair import CRUN
 
 RUNTIME_V3 = "plugins.'io.containerd.cri.v1.runtime'"
 BROKEN = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "crun"\n'
@@ -116,7 +119,8 @@ def test_a_repair_of_config_toml_alone_asks_containerd_for_each_dump_once(tmp_pa
     assert len(_dump_runs(calls)) - before == 2
 
 
-def test_a_check_mode_repair_asks_containerd_only_about_the_candidate(tmp_path, capsys):
+def test_a_check_mode_repair_runs_no_config_dump(tmp_path, capsys):
+    # what containerd would run with the candidate is read from nodeguard's model of the candidate files
     node = Node(tmp_path, capsys)
     binary, calls = logged_containerd(tmp_path / 'bin')
     args = dict(containerd_bin=binary, validate='auto')
@@ -126,7 +130,7 @@ def test_a_check_mode_repair_asks_containerd_only_about_the_candidate(tmp_path, 
     before = len(_dump_runs(calls))
     r = node.run(state='repair', check=True, **args)
     assert r['changed'] and node.read() == held and [x['key'] for x in r['repaired']] == ['cri.runtimes.runc']
-    assert len(_dump_runs(calls)) - before == 1
+    assert len(_dump_runs(calls)) == before
 
 
 # ------------------------------------------------------------------ repair: the drop-in step
@@ -164,43 +168,16 @@ def test_a_runtime_changed_by_one_dropin_is_repaired_there_not_in_the_last_dropi
 def test_a_dropins_value_is_put_back_when_the_baseline_kept_no_copy_of_that_dropin(tree3):
     # include_imports: false stores config.toml only, but the snapshot recorded that the drop-in set the default
     node = tree3
-    crun = _dropin(node, '50-crun.toml', '.containerd', "    default_runtime_name = 'crun'\n")
+    crun = node.write(CRUN, os.path.join(node.conf_d, '50-crun.toml'))
     snap = node.run(include_imports=False, **node.args)
     assert [f['path'] for f in snap['files']] == [node.path]
     (rec,) = [x for x in snap['effective'] if x['key'] == 'cri.default_runtime_name']
     assert (rec['value'], rec['file']) == ('crun', crun)
-    node.write(node.read(crun).replace("'crun'", "'kata'"), crun)
+    node.write(CRUN.replace("default_runtime_name = 'crun'", "default_runtime_name = 'runc'"), crun)
     r = node.run(state='repair', protect=['cri.default_runtime_name'], **node.args)
     assert r['written'] == [crun] and r['left'] == [] and r['effective_drift'] == []
-    assert [(x['file'], x['before'], x['after']) for x in r['repaired']] == [(crun, 'kata', 'crun')]
-    assert 'default_runtime_name = "crun"' in node.read(crun) or "default_runtime_name = 'crun'" in node.read(crun)
-
-
-def test_a_key_a_dropin_already_holds_does_not_stop_the_repair_of_the_next_key_there(tmp_path, capsys):
-    # containerd (its dump) runs another default than the drop-in sets, which is the baseline's: nothing to
-    # write for it; the drop-in's snapshotter, the next key, is still put back
-    node = Node(tmp_path, capsys, text='v3_default.toml')
-    conf_d = os.path.join(node.etc, 'conf.d')
-    os.makedirs(conf_d)
-    node.write(node.read().replace('imports = []', 'imports = ["%s/*.toml"]' % conf_d))
-    dump = tmp_path / 'dump.toml'
-    dump.write_text(node.read())
-    os.makedirs(str(tmp_path / 'bin'))
-    binary = stub_containerd(tmp_path / 'bin', version_out='containerd github.com/containerd/containerd/v2 v2.1.99 x',
-                             dump_file=dump)
-    args = dict(containerd_bin=binary, validate='auto')
-    node.run(**args)
-    dropin = node.write("version = 3\n[plugins]\n  [plugins.'io.containerd.cri.v1.images']\n"
-                        "    snapshotter = 'native'\n"
-                        "  [%s.containerd]\n    default_runtime_name = 'runc'\n" % RUNTIME_V3,
-                        os.path.join(conf_d, '50-x.toml'))
-    dump.write_text(node.read().replace("default_runtime_name = 'runc'", "default_runtime_name = 'crun'")
-                    .replace("snapshotter = 'overlayfs'\n    disable", "snapshotter = 'native'\n    disable"))
-    r = node.run(state='repair', protect=['cri.default_runtime_name', 'images.snapshotter'], **args)
-    assert r['written'] == [dropin]
-    assert [(x['key'], x['file'], x['before'], x['after']) for x in r['repaired']] == [
-        ('images.snapshotter', dropin, 'native', 'overlayfs')]
-    assert "snapshotter = 'overlayfs'" in node.read(dropin) and "default_runtime_name = 'runc'" in node.read(dropin)
+    assert [(x['file'], x['before'], x['after']) for x in r['repaired']] == [(crun, 'runc', 'crun')]
+    assert node.read(crun) == CRUN
 
 
 def test_a_baseline_copy_of_a_dropin_nodeguard_cannot_edit_is_not_copied_from(tmp_path, capsys):
@@ -209,18 +186,22 @@ def test_a_baseline_copy_of_a_dropin_nodeguard_cannot_edit_is_not_copied_from(tm
     node = Node(tmp_path, capsys)
     conf_d = os.path.join(node.etc, 'conf.d')
     os.makedirs(conf_d)
-    node.write(node.read().replace('version = 2\n', 'version = 2\nimports = ["%s/*.toml"]\n' % conf_d))
-    dropin = node.write('version = 1\n[plugins.cri.containerd]\n  default_runtime_name = "crun"\n',
+    kubeadm = node.read()
+    node.write(kubeadm.replace('version = 2\n', 'version = 2\nimports = ["%s/*.toml"]\n' % conf_d))
+    crun_rt = '[plugins.cri.containerd.runtimes.crun]\n  runtime_type = "io.containerd.runc.v2"\n'
+    dropin = node.write('version = 1\n[plugins.cri.containerd]\n  default_runtime_name = "crun"\n' + crun_rt,
                         os.path.join(conf_d, '50-crun.toml'))
     snap = node.run(allow_broken=True)
     (rec,) = [x for x in snap['effective'] if x['key'] == 'cri.default_runtime_name']
     assert (rec['value'], rec['file']) == ('crun', dropin)
-    node.write('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "kata"\n',
+    # today's drop-in carries the whole CRI table (version 2), with crun, running runc by default
+    cri = kubeadm[kubeadm.index('  [plugins."io.containerd.grpc.v1.cri"]'):kubeadm.index('# Metrics')]
+    node.write('version = 2\n[plugins]\n' + cri + crun_rt.replace('plugins.cri', 'plugins."io.containerd.grpc.v1.cri"'),
                dropin)
     r = node.run(state='repair', protect=['cri.default_runtime_name'])
     assert r['written'] == [dropin]
-    assert [(x['file'], x['before'], x['after']) for x in r['repaired']] == [(dropin, 'kata', 'crun')]
-    assert 'default_runtime_name = "crun"' in node.read(dropin)
+    assert [(x['file'], x['before'], x['after']) for x in r['repaired']] == [(dropin, 'runc', 'crun')]
+    assert 'default_runtime_name = "crun"' in node.read(dropin) and r['effective_drift'] == []
 
 
 # ------------------------------------------------------------------ check: protected drift in effect or not
@@ -236,15 +217,100 @@ def test_each_protected_drift_entry_with_a_record_is_marked_whatever_comes_befor
 
 
 # ------------------------------------------------------------------ restore: file attributes in check mode
+def _flags(path):
+    return subprocess.check_output(['lsattr', '-d', path]).decode().split()[0]
+
+
 def test_check_mode_restore_says_it_would_set_a_file_attribute_as_the_real_run_does(tmp_path, capsys):
-    # the file is the baseline's byte for byte: only attributes (chattr +A, which the file's owner may set)
-    # differs, and check mode must predict the real run's change
+    # the file is the baseline's byte for byte: only its attributes differ (chattr +A, which the file's owner
+    # may set), and check mode must predict the real run's change
+    scratch = tmp_path / 'scratch'
+    scratch.write_text('x')
+    if subprocess.call(['chattr', '+A', str(scratch)], stderr=subprocess.DEVNULL):
+        pytest.skip('the filesystem of %s has no attribute A' % tmp_path)
     node = Node(tmp_path, capsys)
     node.run()
-    preview = node.run(state='restore', check=True, attributes='A')
-    assert preview['changed'] is True
-    assert 'A' not in subprocess.check_output(['lsattr', '-d', node.path]).decode().split()[0]
-    real = node.run(state='restore', attributes='A')
-    assert real['changed'] is True
-    assert 'A' in subprocess.check_output(['lsattr', '-d', node.path]).decode().split()[0]
-    assert node.run(state='restore', check=True, attributes='A')['changed'] is False
+    preview = node.run(state='restore', check=True, attributes='+A')
+    assert preview['changed'] is True and 'A' not in _flags(node.path)
+    real = node.run(state='restore', attributes='+A')
+    assert real['changed'] is True and 'A' in _flags(node.path)
+    # nothing left to change: check mode says so
+    assert node.run(state='restore', check=True)['changed'] is False
+
+
+def test_a_repair_through_a_link_names_the_file_it_wrote(tmp_path, capsys):
+    # config.toml is a link (follow: true): the file written is the link's target, and written says so
+    node = Node(tmp_path, capsys)
+    real = os.path.join(node.etc, 'real.toml')
+    os.rename(node.path, real)
+    os.symlink(real, node.path)
+    node.run()
+    node.write(node.read().replace('SystemdCgroup = true', 'SystemdCgroup = false'), real)
+    r = node.run(state='repair', follow=True)
+    assert r['changed'] and r['written'] == [real] and r['file'] == real
+    assert os.path.islink(node.path) and 'SystemdCgroup = true' in node.read(real)
+
+
+MERGING_CONTAINERD = """#!%(python)s
+import glob, os, sys, tomllib
+import tomlkit
+if sys.argv[1] == '--version':
+    print('containerd github.com/containerd/containerd/v2 v2.1.99 x')
+    sys.exit(0)
+if sys.argv[1:2] != ['--config'] or sys.argv[3:5] != ['config', 'dump']:
+    sys.exit(3)
+
+
+def merge(into, data):
+    for k, v in data.items():
+        if isinstance(v, dict) and isinstance(into.get(k), dict):
+            merge(into[k], v)
+        else:
+            into[k] = v
+
+
+with open(sys.argv[2], 'rb') as f:
+    main = tomllib.load(f)
+merged = {}
+merge(merged, main)
+for entry in main.get('imports') or []:
+    for name in sorted(glob.glob(entry)):
+        with open(name, 'rb') as f:
+            merge(merged, dict((k, v) for k, v in tomllib.load(f).items() if k != 'version'))
+if os.path.exists(%(flag)r):
+    merged['plugins']['io.containerd.cri.v1.runtime']['containerd']['default_runtime_name'] = 'crun'
+print(tomlkit.dumps(merged))
+"""
+
+
+def merging_containerd(folder):
+    """A stand-in containerd 2.1 whose config dump deep-merges config.toml and its imports (version 3 files),
+    and, once the file `flag` exists, runs 'crun' by default whatever the files say."""
+    binary = os.path.join(str(folder), 'containerd')
+    flag = os.path.join(str(folder), 'runs-crun')
+    with open(binary, 'w') as f:
+        f.write(MERGING_CONTAINERD % dict(python=sys.executable, flag=flag))
+    os.chmod(binary, 0o755)
+    return binary, flag
+
+
+def test_a_key_a_dropin_already_holds_does_not_stop_the_repair_of_the_next_key_there(tree3):
+    # containerd (its dump) runs another default than the drop-in sets, which is the baseline's: nothing to
+    # write for that key; the drop-in's snapshotter, the next key, is still put back
+    node = tree3
+    binary, flag = merging_containerd(node.tmp)
+    args = dict(containerd_bin=binary, validate='auto')
+    node.run(**args)
+    dropin = node.write("version = 3\n[plugins]\n  [plugins.'io.containerd.cri.v1.images']\n"
+                        "    snapshotter = 'native'\n"
+                        "  [%s.containerd]\n    default_runtime_name = 'runc'\n" % RUNTIME_V3,
+                        os.path.join(node.conf_d, '50-x.toml'))
+    open(flag, 'w').close()
+    r = node.run(state='repair', protect=['cri.default_runtime_name', 'images.snapshotter'], **args)
+    assert r['written'] == [dropin]
+    assert [(x['key'], x['file'], x['before'], x['after']) for x in r['repaired']] == [
+        ('images.snapshotter', dropin, 'native', 'overlayfs')]
+    assert "snapshotter = 'overlayfs'" in node.read(dropin) and "default_runtime_name = 'runc'" in node.read(dropin)
+    (left,) = r['left']
+    assert (left['key'], left['file'], left['after'], left['compared']) == (
+        'cri.default_runtime_name', dropin, 'crun', 'config dump')

@@ -13,7 +13,7 @@
 """
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import CRI_V2, parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import effects_of, load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import ABSENT, effects_of, load_effective
 from ansible_collections.nodeguard.containerd.plugins.module_utils._info import cri_plugins
 
 from test_effective_v2_on_2x import DEFAULT_RUNTIME, IMAGES, ONE, RUNTIME, RUNTIMES, Default, agree, tree
@@ -110,7 +110,23 @@ def test_a_version_3_files_version_2_cri_keys_are_not_read_by_21_without_a_versi
                                                            RUNTIME + ('enable_selinux',): Default(False)})
     (eff,) = effects_of(view, path, [(('plugins', CRI_V2, 'enable_selinux'), True)])
     assert not eff.in_effect
-    assert eff.why == ('containerd 2.1 does not read it from %s: %s is version 3, so containerd 2.x reads its '
-                       'plugins."%s" as the gRPC plugin\'s, which has no such key' % (path, path, CRI_V2))
+    assert eff.why.startswith('containerd 2.1 does not read it from %s' % path) and eff.effective is ABSENT
     (eff,) = effects_of(view, path, [(('plugins', CRI_V2, 'stream_server_port'), '10011')])
     assert eff.in_effect
+
+
+def test_a_runtime_key_a_later_version_2_file_set_again_is_not_read_from_the_first_that_made_the_table(tmp_path):
+    # as above, without z: 10-a is the first file with a CRI table; its kata table is still 10-a's, so the
+    # reason is the version 3 file's runtime (config.toml is read first: it does not "set it later")
+    kata = '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\nruntime_type = "%s"\n'
+    main = ('version = 3\nimports = ["{a}", "{b}"]\n'
+            '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.kata]\n'
+            'runtime_type = "io.containerd.kata.v2"\n')
+    view, path, paths = agree(tmp_path, 'kata', main, {RUNTIMES + ('kata', 'runtime_type'): 'io.containerd.kata.v2'},
+                              runtimes=['kata'], a='version = 2\n' + kata % 'io.containerd.kata-a.v2',
+                              b='version = 2\n' + kata % 'io.containerd.kata-b.v2')
+    (eff,) = effects_of(view, paths['a'], [(('plugins', CRI_V2, 'containerd', 'runtimes', 'kata', 'runtime_type'),
+                                            'io.containerd.kata-a.v2')])
+    assert not eff.in_effect and eff.effective == 'io.containerd.kata.v2' and eff.shadowed_by == path
+    assert eff.why == ('containerd 2.1 does not read it from %s: a version 3 file sets it, and containerd 2.x keeps '
+                       'that over a version 2 file\'s' % paths['a'])

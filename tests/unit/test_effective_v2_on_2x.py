@@ -272,3 +272,18 @@ def test_a_version_3_drop_in_of_a_version_2_main_file_is_ignored_by_16_and_refus
     assert rc != 0 and 'version `3` is not supported' in err
     (msg17,) = check_tree(path, data, (1, 7))
     assert 'containerd 1.7 refuses it' in msg17 and 'Fix: write the drop-in with version = 2' in msg17
+
+
+@pytest.mark.parametrize('label, plugin', [('2.1', CRI_V2), ('1.6', CRI_V2), ('2.1', 'cri')])
+def test_a_key_of_a_version_less_drop_in_of_a_version_2_main_file_is_found_where_containerd_reads_it(
+        tmp_path, label, plugin):
+    # containerd reads such a drop-in as version 2 (version 1's plugin id "cri" is the version 2 one)
+    dropin = '[plugins."%s".containerd]\ndefault_runtime_name = "crun"\n' % plugin
+    main = 'version = 2\nimports = ["{a}"]\n' + V2_CONTAINERD + 'default_runtime_name = "runc"\n'
+    path, paths = tree(tmp_path, main, a=dropin)
+    view, dump = view_and_dump(path, label)
+    key = ('plugins', plugin, 'containerd', 'default_runtime_name')
+    where = DEFAULT_RUNTIME if label == '2.1' else ('plugins', CRI_V2, 'containerd', 'default_runtime_name')
+    assert view.read_path(key, paths['a']) == where and get_in(dump, where) == 'crun'
+    (eff,) = effects_of(view, paths['a'], [(key, 'crun')])
+    assert eff.in_effect and eff.shadowed_by is None, eff.as_dict()

@@ -4,6 +4,7 @@ documented defaults, the settled read's wait, which file the read-time and built
 options of a drop-in, the backup, the load test summary, and the bound of an uninstall's steps."""
 
 import os
+import re
 import stat
 
 import pytest
@@ -20,9 +21,12 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     transaction_result,
 )
 
+import test_engine_dropins
 from test_engine_dropins import IMAGES, RUNTIME, setting
 from test_engine_load_test import edit_run, started
 from test_engine_parts import context
+
+three = test_engine_dropins.three  # the sibling's fixture, for pytest
 
 
 # ------------------------------------------------------------------ the four steps
@@ -100,12 +104,23 @@ def test_an_uninstall_writes_at_most_eight_files(monkeypatch):
 
 
 # ------------------------------------------------------------------ options and their documentation
+def documented_defaults():
+    """{option: default} of the common doc fragment, read from each option's own default line."""
+    options = ModuleDocFragment.DOCUMENTATION.split('\noptions:\n', 1)[1]
+    out = {}
+    for m in re.finditer(r'^  (\w+):\n((?:    .*\n|\n)*)', options, re.M):
+        default = re.search(r'^    default: (.*)$', m.group(2), re.M)
+        if default:
+            out[m.group(1)] = yaml.safe_load(default.group(1))
+    return out
+
+
 def test_the_documented_defaults_are_the_argument_specs():
-    documented = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)['options']
+    documented = documented_defaults()
     for name, spec in COMMON_ARGUMENT_SPEC.items():
         if 'default' in spec:
-            assert documented[name].get('default') == spec['default'], name
-    assert documented['lock_timeout']['default'] == 30
+            assert documented.get(name) == spec['default'], name
+    assert documented['lock_timeout'] == 30
 
 
 def test_the_imports_an_edit_allows_to_be_missing_are_a_set_renewed_for_each_edit():
@@ -223,3 +238,19 @@ def test_edit_in_config_refuses_a_batch_whose_unchanged_key_a_drop_in_overrides(
     assert res['failed']
     assert "snapshotter = 'overlayfs' in %s has no effect" % node['path'] in res['msg']
     assert [read(node['path']), read(node['dropin'])] == before
+
+
+def test_edit_in_config_writes_config_toml_when_two_drop_ins_already_agree(three, capsys):  # noqa: F811
+    # each key is decided by its own drop-in, which says what the batch wants: in effect, so no refusal
+    # (it was refused as "has no effect: None"); as with one drop-in that agrees, config.toml is written
+    with open(three['dropins'][0], 'w') as f:
+        f.write("version = 3\n%s  snapshotter = 'native'\n" % IMAGES)
+    with open(three['dropins'][1], 'w') as f:
+        f.write("version = 3\n[plugins.'io.containerd.cri.v1.runtime']\n  enable_cdi = false\n")
+    dropins = [read(p) for p in three['dropins']]
+    res = setting(three, capsys, settings=[dict(key='images.snapshotter', value='native'),
+                                           dict(key='cri.enable_cdi', value=False)], edit_in='config')
+    assert res.get('changed'), res.get('msg')
+    assert "snapshotter = 'native'" in read(three['path']) and 'enable_cdi = false' in read(three['path'])
+    assert [e['in_effect'] for e in res['effects']] == [True, True]
+    assert [read(p) for p in three['dropins']] == dropins

@@ -21,8 +21,11 @@ import pytest
 from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
 from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test
 
-from test_preflight_load_test import BOOTED, V2_OK, Node, short_tmp  # noqa: F401  (short_tmp: a fixture)
+import test_preflight_load_test
+from test_preflight_load_test import BOOTED, V2_OK, Node
 from test_preflight_process import executable, folder
+
+short_tmp = test_preflight_load_test.short_tmp  # the sibling's fixture, for pytest
 
 
 class Clock(object):

@@ -6,7 +6,10 @@ import time
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_restart as rr
 
-from test_readiness_restart_decision import Ctx, Daemon, node, opts  # noqa: F401  (node: a fixture)
+import test_readiness_restart_decision
+from test_readiness_restart_decision import Ctx, Daemon, opts
+
+node = test_readiness_restart_decision.node  # the sibling's fixture, for pytest
 
 
 class Monotonic(object):

@@ -7,7 +7,10 @@ import time
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_service as svc
 
-from test_readiness_service_wait import ACTIVE, node  # noqa: F401  (node: a fixture)
+import test_readiness_service_wait
+from test_readiness_service_wait import ACTIVE
+
+node = test_readiness_service_wait.node  # the sibling's fixture, for pytest
 
 
 class Monotonic(object):
