@@ -4,7 +4,6 @@ documented defaults, the settled read's wait, which file the read-time and built
 options of a drop-in, the backup, the load test summary, and the bound of an uninstall's steps."""
 
 import os
-import re
 import stat
 
 import pytest
@@ -105,14 +104,9 @@ def test_an_uninstall_writes_at_most_eight_files(monkeypatch):
 
 # ------------------------------------------------------------------ options and their documentation
 def documented_defaults():
-    """{option: default} of the common doc fragment, read from each option's own default line."""
-    options = ModuleDocFragment.DOCUMENTATION.split('\noptions:\n', 1)[1]
-    out = {}
-    for m in re.finditer(r'^  (\w+):\n((?:    .*\n|\n)*)', options, re.M):
-        default = re.search(r'^    default: (.*)$', m.group(2), re.M)
-        if default:
-            out[m.group(1)] = yaml.safe_load(default.group(1))
-    return out
+    """{option: default} of the common doc fragment."""
+    options = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)['options']
+    return dict((name, doc['default']) for name, doc in options.items() if 'default' in doc)
 
 
 def test_the_documented_defaults_are_the_argument_specs():
