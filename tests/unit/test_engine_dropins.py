@@ -29,6 +29,10 @@ IMAGES = "[plugins.'io.containerd.cri.v1.images']\n"
 
 @pytest.fixture
 def node(tmp_path):
+    return make_node(tmp_path)
+
+
+def make_node(tmp_path):
     """config.toml (2.1's default) importing conf.d/10-site.toml, which sets the snapshotter and default runtime."""
     assert CONTAINERD_2, 'containerd 2.1 is needed (make deps)'
     etc = tmp_path / 'etc'

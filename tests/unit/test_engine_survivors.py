@@ -9,7 +9,7 @@ import stat
 import pytest
 import yaml
 
-from conftest import CONTAINERD_1, CONTAINERD_2, fixture_text, read
+from conftest import CONTAINERD_1, fixture_text, read
 from ansible_collections.nodeguard.containerd.plugins.doc_fragments.common import ModuleDocFragment
 from ansible_collections.nodeguard.containerd.plugins.module_utils import _engine, _preflight
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
@@ -178,18 +178,11 @@ def test_the_built_in_checks_judge_config_tomls_candidate(main_only, capsys):
 
 @pytest.fixture
 def node(tmp_path):
-    """config.toml (2.1's default) importing conf.d/10-site.toml (mode 0644), which sets the snapshotter."""
-    assert CONTAINERD_2, 'containerd 2.1 is needed (make deps)'
-    etc = tmp_path / 'etc'
-    (etc / 'conf.d').mkdir(parents=True)
-    dropin = etc / 'conf.d' / '10-site.toml'
-    dropin.write_text("version = 3\n%s  snapshotter = 'overlayfs'\n%s  default_runtime_name = 'runc'\n"
-                      % (IMAGES, RUNTIME))
-    os.chmod(str(dropin), 0o644)
-    path = etc / 'config.toml'
-    path.write_text(fixture_text('v3_default.toml').replace('imports = []', 'imports = ["%s"]' % dropin, 1))
-    os.chmod(str(path), 0o644)
-    return dict(path=str(path), dropin=str(dropin), state=str(tmp_path / 'state'), tmp=str(tmp_path))
+    """test_engine_dropins' tree (config.toml importing conf.d/10-site.toml), both files mode 0644."""
+    made = test_engine_dropins.make_node(tmp_path)
+    for path in (made['path'], made['dropin']):
+        os.chmod(path, 0o644)
+    return made
 
 
 def test_the_file_options_are_config_tomls_not_the_drop_ins_the_edit_goes_to(node, capsys):
