@@ -21,7 +21,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
 )
 
 import test_engine_dropins
-from test_engine_dropins import IMAGES, RUNTIME, setting
+from test_engine_dropins import IMAGES, setting
 from test_engine_load_test import edit_run, started
 from test_engine_parts import context
 
