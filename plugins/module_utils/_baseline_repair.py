@@ -115,8 +115,8 @@ def _add(doc, src, path, value):
 
 def _put_line_back(doc, src, path, value):
     """A key the file lost goes back as the baseline's line, beside the key it followed there."""
-    line = src.toml.find_keyval(path)
-    if line is None or tuple(line.table) != path[:-1] or line.nkey != 1:
+    line = src.toml.key_line(path)
+    if line is None:
         return False
     siblings = [e.path[-1] for e in src.toml.entries
                 if e.kind == 'keyval' and tuple(e.table) == path[:-1] and e.nkey == 1]

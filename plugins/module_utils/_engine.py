@@ -450,14 +450,12 @@ def _choose_target(module, ctx, edit, main, view_before):
     # config.toml may already say what the edit wants while a later file
     # decides the key otherwise: no byte changes, and still not in effect
     effects += [e for e in effects_of(view, main.path, unchanged) if not e.in_effect]
-    if not changes and not [e for e in effects if e.shadowed_by]:
-        if effects:
-            raise _shadow_error(main.path, effects, edit_in)
-        return main, values, changes
     # a later file that sets the same key decides it, whatever config.toml says:
     # the change belongs there (an equal value there makes this edit redundant)
     elsewhere = [e for e in effects if e.shadowed_by]
     if not elsewhere:
+        if effects and not changes:  # held in config.toml, and not in effect (the build judges changes)
+            raise _shadow_error(main.path, effects, edit_in)
         return main, values, changes
     homes = set(e.shadowed_by for e in elsewhere)
     lost = [e for e in elsewhere if not e.in_effect]

@@ -38,6 +38,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._validate imp
     _describe_lost,
     is_glob,
     load_tree,
+    reads_v3,
     replaces_plugin_tables,
     resolve_import,
 )
@@ -386,7 +387,7 @@ def unread_keys(doc, entries, containerd_ver):
     version line says version = 2, runtime keys only where the version 3
     table lacks them, snapshot keys only beside a runtimes table.
     """
-    if doc.version < 3 and not (containerd_ver and containerd_ver[0] >= 2):
+    if not entries or doc.version < 3 and not reads_v3(containerd_ver):
         return []
     view = load_effective(doc.path, doc.data, containerd_ver or (2, 0))
     added, _problems = load_tree(doc.path, {'imports': list(entries)})

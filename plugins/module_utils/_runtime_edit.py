@@ -24,7 +24,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership im
     release,
     set_owned,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import same_value
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import get_in, same_value
 
 DEFAULT_RUNTIME_TYPE = 'io.containerd.runc.v2'
 # RuntimeClass handlers are DNS labels; containerd also allows dots and
@@ -98,44 +98,28 @@ def _wanted_keys(params, table_path):
 
 
 def _defined_in_imports(doc, name, ctx=None):
-    """Another file of the config tree that defines runtime name, or None.
+    """(file, table) of another file of the config tree that defines runtime name, or (None, None).
 
     When doc is a drop-in being edited (ctx.tree_files set by the engine),
     config.toml and the other drop-ins count too.
     """
-    for path, data in _tree_files(doc, ctx):
-        if path != doc.path and isinstance(_runtime_table(data, name), dict):
-            return path
-    return None
-
-
-def _tree_files(doc, ctx):
     files = getattr(ctx, 'tree_files', None)
     if files is None:
         files, _problems = load_tree(doc.path, doc.data)
-    return files
+    for path, data in files:
+        version = file_version(data)
+        runtimes = get_in(data, Layout(version).runtimes) if version in (2, 3, 4) else None
+        if path != doc.path and isinstance(runtimes, dict) and name in runtimes:
+            return path, runtimes[name]
+    return None, None
 
 
-def _runtime_table(data, name):
-    """The runtime's table in one file's data (its own version's layout), or None."""
-    version = file_version(data)
-    if version not in (2, 3, 4):
-        return None
-    cur = data
-    for part in Layout(version).runtime(name):
-        cur = cur.get(part) if isinstance(cur, dict) else None
-    return cur
-
-
-def _holds_wanted(doc, ctx, path, name, wanted):
-    """True when the file at path that defines the runtime has every wanted value already."""
-    table = [_runtime_table(data, name) for p, data in _tree_files(doc, ctx) if p == path][0]
-    width = len(doc.layout.runtime(name))
+def _holds_wanted(table, width, wanted):
+    """True when the runtime's table (in another file) has every wanted value already; width: the
+    length of the table's path in this file's layout, which each wanted key path starts with."""
     for key_path, value in wanted:
-        cur = table
-        for part in key_path[width:]:
-            cur = cur.get(part) if isinstance(cur, dict) else None
-        if cur is None or not same_value(cur, value):
+        have = get_in(table, key_path[width:])
+        if have is None or not same_value(have, value):
             return False
     return True
 
@@ -165,20 +149,19 @@ def runtime_present(doc, ledger, ctx, params):
     path = doc.layout.runtime(name)
     created = False
     if doc.toml.get(path) is None:
-        dropin = _defined_in_imports(doc, name, ctx)
+        dropin, table = _defined_in_imports(doc, name, ctx)
         if dropin:
             wanted = _wanted_keys(params, path)
+            moved_here = getattr(ctx, 'tree_files', None) is not None
             # an edit the engine moved to this drop-in (it decides the default) while config.toml or
             # another drop-in holds the runtime as asked: only the default is left to write here
-            moved = getattr(ctx, 'tree_files', None) is not None and _holds_wanted(doc, ctx, dropin, name, wanted)
-            if not params.get('inherit') and (not wanted or moved):
+            if not params.get('inherit') and (not wanted or moved_here and _holds_wanted(table, len(path), wanted)):
                 if params.get('default') is True:
                     set_owned(doc, ledger, owner, resource, doc.layout.default_runtime_name, name)
                 return dict(created=False)
             # a second table here would merge into (2.x) or be replaced by (1.x)
             # the drop-in's: the runtime is edited where containerd reads it
-            where = ('%s, another file of the config tree containerd reads' % dropin
-                     if getattr(ctx, 'tree_files', None) is not None
+            where = ('%s, another file of the config tree containerd reads' % dropin if moved_here
                      else 'the drop-in %s, which %s imports' % (dropin, doc.path))
             raise EditElsewhere('%s: runtime %s is defined in %s.' % (doc.path, name, where), dropin)
         if name != 'runc':

@@ -604,6 +604,12 @@ class TomlText(object):
         e = self.find_keyval(path)
         self._splice(e.value_start, e.value_end, raw)
 
+    def key_line(self, path):
+        """The key's line in its own table's section (not a dotted key of a parent, not inline), or None."""
+        path = tuple(path)
+        e = self.find_keyval(path)
+        return e if e is not None and tuple(e.table) == path[:-1] and e.nkey == 1 else None
+
     def insert_key_line(self, path, line, value, neighbours):
         """Put key path back as a line of another file's text, next to a key it sat beside there.
 
@@ -614,8 +620,8 @@ class TomlText(object):
         """
         path = tuple(path)
         for key, side in neighbours:
-            e = self.find_keyval(path[:-1] + (key,))
-            if e is None or tuple(e.table) != path[:-1] or e.nkey != 1:
+            e = self.key_line(path[:-1] + (key,))
+            if e is None:
                 continue
             body = line.lstrip(' \t').rstrip('\r\n')
             self._insert_lines(e.end if side == 'after' else e.start, '%s%s\n' % (e.indent, body))

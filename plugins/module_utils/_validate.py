@@ -243,7 +243,8 @@ def file_version(data):
     return v if isinstance(v, int) and not isinstance(v, bool) else 1
 
 
-def _reads_v3(containerd_ver):
+def reads_v3(containerd_ver):
+    """Whether the node's containerd is 2.x (it reads version 3 files)."""
     return containerd_ver is not None and containerd_ver[0] >= 2
 
 
@@ -281,7 +282,7 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
     main_plugins = main_data.get('plugins') or {}
     for index, (path, data) in enumerate(files):
         version = file_version(data)
-        if index and version > main_version and not (version == 3 and _reads_v3(containerd_ver)):
+        if index and version > main_version and not (version == 3 and reads_v3(containerd_ver)):
             errors.append('%s has version = %d, higher than the main config %s (version = %d): %s. Fix: write '
                           'the drop-in with version = %d.'
                           % (path, version, main_path, main_version, _higher_version_fate(containerd_ver),
