@@ -99,6 +99,14 @@ options:
       - The systemd unit of containerd.
     type: str
     default: containerd
+  starts_since:
+    description:
+      - A point in time, in seconds since the epoch (node_readiness gives when the run began,
+        P(nodeguard.containerd.run_since#lookup)). O(step=check) and O(step=restart_check) then count how often
+        systemd started O(service) since then, from the unit's journal (systemd's own C(Started) entries), as
+        M(nodeguard.containerd.containerd_info) does, in C(service_starts) of RV(readiness). The fleet report takes
+        that count for a node readiness checked in the same run, without a call of its own.
+    type: float
   address:
     description:
       - containerd's socket. By default the C(grpc.address) of the effective config, else
@@ -372,7 +380,9 @@ readiness:
       C(status) V(pass)/V(fail)/V(skip), C(required), C(reason)), C(containerd) (C(version), C(config_path),
       C(config_version), C(runtimes), C(default_runtime_name), C(cri_plugins), C(came_back_seconds),
       C(startup_seconds), C(waited_seconds), C(start_limit_hit), C(reset_failed_done), C(imports)), C(probes) (per
-      handler C(ok), C(rc), C(seconds), C(stdout), C(stderr), C(argv)), C(drift) and C(kubernetes).
+      handler C(ok), C(rc), C(seconds), C(stdout), C(stderr), C(argv)), C(drift), C(kubernetes) and, with
+      O(starts_since), C(service_starts) (C(unit), C(since), C(count), C(error); C(count) is V(null) when the journal
+      cannot be read, C(error) says why).
   returned: O(step=check) and O(step=restart_check)
   type: dict
   sample:
@@ -425,7 +435,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     json_safe,
     require_tomlkit,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._info import _RecordingContext, containerd_facts
+from ansible_collections.nodeguard.containerd.plugins.module_utils._info import (
+    _RecordingContext, containerd_facts, service_start_facts)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import sibling_ctr, _which
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_report import readiness
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_restart import pending, restart
@@ -436,6 +447,9 @@ COMMON_OPTIONS = ('path', 'state_dir', 'containerd_bin', 'containerd_version', '
 
 def step_check(module, ctx, p, version_text):
     report = readiness(ctx, p, version_text, module.check_mode)
+    if p['starts_since'] is not None:
+        # after the checks (and after the restart of step restart_check): the count includes every start so far
+        report['service_starts'] = service_start_facts(module, p['service'], p['starts_since'])
     if p['report_path'] and not module.check_mode:
         atomic_write(p['report_path'], (json.dumps(json_safe(report), indent=4, sort_keys=True) + '\n').encode(),
                      mode=0o644)
@@ -505,6 +519,7 @@ def main():
     argument_spec = dict(
         step=dict(type='str', default='check', choices=sorted(STEPS)),
         service=dict(type='str', default='containerd'),
+        starts_since=dict(type='float'),
         address=dict(type='str'),
         timeout=dict(type='float', default=60.0),
         interval=dict(type='float', default=0.2),

@@ -20,6 +20,7 @@ import tempfile
 
 import pytest
 
+import test_containerd_info
 from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_2, REPO
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
@@ -505,3 +506,27 @@ def test_kubernetes_checks_in_the_report(run_module, node, tmp_path):
     report = check(run_module, n, kubernetes='auto', kubectl=str(tmp_path / 'none'))[1]
     kube = report['by_name']['kubernetes_node_ready']
     assert kube['status'] == 'skip' and 'kubectl' in kube['reason'] and not kube['required']
+
+
+# ------------------------------------------------------------------ containerd's starts since the run began
+def test_starts_since_counts_the_units_starts_in_the_report_the_fleet_report_takes(run_module, node, tmp_path):
+    """The count containerd_info makes (systemd's own Started entries since the moment), in the readiness report
+    (nodeguard_readiness.service_starts), after the checks; without starts_since there is none."""
+    n = node()
+    fake = str(tmp_path / 'journal-bin')
+    calls = test_containerd_info.fake_journalctl(fake)
+    env = dict(n['env'], PATH=fake + os.pathsep + n['env']['PATH'])
+    r, report = check(run_module, dict(n, env=env), starts_since=1796488763.12, service='containerd')
+    assert report['ok'] is True, report
+    assert report['service_starts'] == dict(unit='containerd', since=1796488763.12, count=2, error=None)
+    with open(calls) as f:
+        assert f.read().splitlines() == ['-u containerd -o json --no-pager --since @1796488763.120000']
+    r, report = check(run_module, dict(n, env=env))
+    assert 'service_starts' not in report
+    # a journal that cannot be read: no count, the reason, and the node is still judged by its checks
+    fake2 = str(tmp_path / 'journal-bin-2')
+    test_containerd_info.fake_journalctl(fake2, fail='Permission denied')
+    r, report = check(run_module, dict(n, env=dict(n['env'], PATH=fake2 + os.pathsep + n['env']['PATH'])),
+                      starts_since=5)
+    assert report['ok'] is True and report['service_starts']['count'] is None
+    assert 'Permission denied' in report['service_starts']['error']

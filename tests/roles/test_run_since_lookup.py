@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+"""The lookup nodeguard.containerd.run_since: when this run began, one stable number for node_readiness's count
+of containerd starts and the fleet report's. Real processes named like ansible-playbook (from /proc and from
+ps), real job_events folders as ansible-runner writes them, and the lookup through a real ansible-playbook."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import COLLECTIONS_ROOT
+
+from ansible.errors import AnsibleLookupError
+from ansible_collections.nodeguard.containerd.plugins.lookup import run_since as lookup
+
+PRINT = ('import sys, json; sys.path.insert(0, %r); '
+         'from ansible_collections.nodeguard.containerd.plugins.lookup import run_since as l; '
+         'print(json.dumps([l.run_since(), l.run_since(), l.playbook_start_from_ps(l.os.getpid())]))'
+         % COLLECTIONS_ROOT)
+
+
+def under_playbook(tmp_path, wait):
+    """Python run in a process named like an ansible-playbook worker that starts `wait` s after the topmost one,
+    named like ansible-playbook: (what it printed, the time just before the topmost one started). "; true"
+    keeps bash from exec-ing its last command in its own place."""
+    probe = tmp_path / 'probe.py'
+    probe.write_text(PRINT + '\n')
+    worker = tmp_path / 'worker.sh'
+    worker.write_text('exec -a ansible-playbook-worker bash -c "%s %s; true"\n' % (sys.executable, probe))
+    top = tmp_path / 'top.sh'
+    top.write_text('sleep %s; bash %s; true\n' % (wait, worker))
+    before = time.time()
+    out = subprocess.run(['bash', '-c', 'exec -a /venv/bin/ansible-playbook bash %s' % top],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    return json.loads(out), before
+
+
+def test_the_start_of_the_topmost_playbook_process_never_before_it_began(tmp_path):
+    (first, second, from_ps), before = under_playbook(tmp_path, 3)
+    # the topmost process (not the worker that started 3 s later), rounded up: never before it started, at most
+    # a second (and the spawn) after; the same number on every call
+    assert before <= first <= before + 1.5, (first, before)
+    assert first == second
+    # ps gives whole seconds too (and Linux's ps its own boot time cut to the second): rounded up by two, never
+    # before the start, at most two seconds (and the spawn) after it
+    assert before < from_ps <= before + 3.1 and abs(from_ps - first) <= 2.01, (from_ps, first, before)
+
+
+def test_stable_across_processes_of_one_run(tmp_path):
+    """Forked workers of one run (each a lookup call of its own) get the same number."""
+    probe = tmp_path / 'probe.py'
+    probe.write_text(PRINT + '\n')
+    top = tmp_path / 'top.sh'
+    call = '%s %s' % (sys.executable, probe)
+    top.write_text('%s; sleep 1.2; %s; true\n' % (call, call))
+    out = subprocess.run(['bash', '-c', 'exec -a ansible-playbook bash %s' % top],
+                         capture_output=True, text=True, check=True, timeout=60).stdout.splitlines()
+    assert json.loads(out[0])[0] == json.loads(out[1])[0]
+
+
+def test_no_playbook_above_gives_the_time_of_the_call():
+    before = time.time()
+    got = subprocess.run([sys.executable, '-c', PRINT], capture_output=True, text=True, check=True,
+                         env=dict(os.environ)).stdout
+    first, dummy, from_ps = json.loads(got)
+    assert before - 0.01 <= first <= time.time() + 0.01 and from_ps is None
+
+
+def write_event(folder, name, created=None, **extra):
+    event = dict(extra)
+    if created is not None:
+        event['created'] = created
+    (folder / name).write_text(json.dumps(event))
+
+
+def test_the_jobs_first_event_by_counter(tmp_path):
+    events = tmp_path / 'job_events'
+    events.mkdir()
+    # the runner's partial file of the first event has no time yet; its full file has; a later event's time is
+    # earlier than the first's (written out of order): the counter decides, not the time
+    write_event(events, '1-aaaa-partial.json', event='playbook_on_start')
+    write_event(events, '1-aaaa.json', '2026-12-05T16:19:23.123456', event='playbook_on_start')
+    write_event(events, '2-bbbb.json', '2026-12-05T16:19:20.000000')
+    write_event(events, '10-cccc.json', '2026-12-05T16:19:21.5')
+    write_event(events, 'stray.json', '2020-01-01T00:00:00')
+    assert lookup.run_since(events_dir=str(tmp_path)) == 1796487563.123456
+    # no fraction, or an offset after it
+    write_event(events, '1-aaaa.json', '2026-12-05T16:19:23+00:00')
+    assert lookup.run_since(events_dir=str(tmp_path)) == 1796487563.0
+
+
+def test_no_event_with_a_time_falls_back_to_the_process(tmp_path, monkeypatch):
+    monkeypatch.setattr(lookup, 'playbook_start_from_proc', lambda pid: 1796487000.5)
+    assert lookup.run_since(events_dir=str(tmp_path)) == 1796487000.5    # no job_events folder
+    events = tmp_path / 'job_events'
+    events.mkdir()
+    write_event(events, '1-aaaa.json', event='playbook_on_start')
+    (events / '2-bbbb.json').write_text('{not json')
+    write_event(events, '3-cccc.json', '2026-12-05T16:19:23')
+    assert lookup.run_since(events_dir=str(tmp_path)) == 1796487000.5    # only the lowest counter counts
+    # without /proc, ps; without either, now
+    monkeypatch.setattr(lookup, 'playbook_start_from_proc', lambda pid: None)
+    monkeypatch.setattr(lookup, 'playbook_start_from_ps', lambda pid: 1796487001.0)
+    assert lookup.run_since() == 1796487001.0
+
+
+def test_a_given_moment_wins_and_a_bad_one_is_refused(tmp_path):
+    events = tmp_path / 'job_events'
+    events.mkdir()
+    write_event(events, '1-aaaa.json', '2026-12-05T16:19:23')
+    assert lookup.run_since(since='1796480000.25', events_dir=str(tmp_path)) == 1796480000.25
+    assert lookup.run_since(since=12) == 12.0
+    with pytest.raises(AnsibleLookupError, match=r"since must be seconds since the epoch, not 'yesterday'"):
+        lookup.run_since(since='yesterday')
+
+
+def test_through_ansible_playbook_with_its_options(tmp_path):
+    """Through a real ansible-playbook: the process's start (twice the same), events_dir from the
+    AWX_ISOLATED_DATA_DIR environment variable, and since given."""
+    events = tmp_path / 'runner' / 'job_events'
+    events.mkdir(parents=True)
+    write_event(events, '1-aaaa.json', '2026-12-05T16:19:23.5')
+    play = tmp_path / 'play.yml'
+    play.write_text('''
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.debug:
+        msg: "{{ [lookup('nodeguard.containerd.run_since'), lookup('nodeguard.containerd.run_since'),
+                  lookup('nodeguard.containerd.run_since', events_dir=dir),
+                  lookup('nodeguard.containerd.run_since', since='7.5')] | to_json }}"
+''')
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_NOCOLOR='1',
+               ANSIBLE_STDOUT_CALLBACK='ansible.builtin.json', ANSIBLE_LOCALHOST_WARNING='0')
+    env.pop('AWX_ISOLATED_DATA_DIR', None)
+    playbook = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    before = time.time()
+    out = subprocess.run([playbook, str(play), '-e', 'dir=' + str(tmp_path / 'runner')], capture_output=True,
+                         text=True, env=env, check=True, timeout=300).stdout
+    msg = json.loads(json.loads(out)['plays'][0]['tasks'][0]['hosts']['localhost']['msg'])
+    assert before <= msg[0] <= before + 1.5 and msg[0] == msg[1], (msg, before)
+    assert msg[2:] == [1796487563.5, 7.5]
+    # under ansible-runner: the folder from the environment; given empty, none (the process's start)
+    env['AWX_ISOLATED_DATA_DIR'] = str(tmp_path / 'runner')
+    before = time.time()
+    out = subprocess.run([playbook, str(play), '-e', 'dir='], capture_output=True, text=True, env=env, check=True,
+                         timeout=300).stdout
+    msg = json.loads(json.loads(out)['plays'][0]['tasks'][0]['hosts']['localhost']['msg'])
+    assert msg[:2] == [1796487563.5, 1796487563.5] and msg[3] == 7.5
+    assert before <= msg[2] <= before + 1.5, (msg, before)
