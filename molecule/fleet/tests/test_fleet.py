@@ -140,13 +140,16 @@ class Jobs(object):
             wall = time.time() - began
         artifacts = os.path.join(self.pdd, "artifacts", runner.config.ident)
         out = runner.stdout.read()
-        stats, tasks = {}, []
+        stats, tasks, asked = {}, [], []
         for ev in runner.events:
+            data = ev.get("event_data", {})
             if ev.get("event") == "playbook_on_stats":
-                stats = ev.get("event_data", {})
+                stats = data
             elif str(ev.get("event", "")).startswith("runner_on_"):
-                data = ev.get("event_data", {})
                 tasks.append(dict(play=data.get("play"), host=data.get("host"), task=data.get("task")))
+            elif ev.get("event") in ("runner_item_on_ok", "runner_item_on_failed") and \
+                    str(data.get("task", "")).startswith("Ask each node readiness did not count"):
+                asked.append(data.get("res", {}).get("item"))   # the fleet report's containerd_info call
         report = None
         path = os.path.join(artifacts, "nodeguard-fleet-report.json")
         if os.path.isfile(path):
@@ -155,7 +158,7 @@ class Jobs(object):
         print("\n%s %s: %s in %.0f s; report %s" % (playbook, json.dumps(extra, sort_keys=True)[:80],
                                                     runner.status, wall, path if report else "none"))
         return dict(status=runner.status, rc=runner.rc, out=out, stats=stats, tasks=tasks, began=began, wall=wall,
-                    artifacts=artifacts, report=report)
+                    artifacts=artifacts, report=report, asked=sorted(asked))
 
 
 def states(present):
@@ -223,6 +226,9 @@ def test_the_poisoned_node_is_back_on_its_baseline_restarted_once_more_and_ready
     assert row["status"] == "rolled back" and row["readiness"] == "ready", row
     assert row["reason"].startswith("site converge failed on %s" % POISONED) and "node ready again" in row["reason"], row
     assert row["restarts"] == 2 and "nvidia" not in row["runtimes"], row
+    # the report asked only the nodes no readiness check of the run counted: the rolled-back node (its run
+    # failed) and the later batches (not reached); the others' restarts came from their readiness check
+    assert story["poisoned_job"]["asked"] == sorted([POISONED] + LATER), story["poisoned_job"]["asked"]
 
 
 def test_later_batches_are_byte_identical_and_not_restarted(story):
@@ -262,6 +268,8 @@ def test_the_cured_run_changes_only_the_rest_of_the_fleet(story):
     report = rows(job)
     assert all(r["readiness"] == "ready" and r["status"] == "rolled out" for r in report.values()), report
     assert {n: r["restarts"] for n, r in report.items()} == {n: (0 if n in done else 1) for n in NODES}
+    # every node's readiness check counted its starts since the job's first event: no node asked again
+    assert job["asked"] == [], job["asked"]
 
 
 def test_uninstall_gives_every_node_its_original_bytes(story):
