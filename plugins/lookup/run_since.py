@@ -25,9 +25,10 @@ description:
     counts them with the same number, so a node that readiness checked needs no second call at the report.
   - The rule, first that applies. O(since) when given. Else, under ansible-runner (AWX), the time of the job's
     first event in O(events_dir) (its C(job_events) folder, the event with the lowest counter). Else the start of the
-    topmost C(ansible-playbook) process above this one (Linux C(/proc), else C(ps)), rounded up to the second (the
-    boot time and C(ps) give whole seconds, so the moment is never before the process started and a containerd restart
-    just before the run does not count; from C(ps), up to two seconds after it). Else the time of the call.
+    topmost C(ansible-playbook) process above this one, itself included (Linux C(/proc), else C(ps)), plus one
+    second (C(/proc)'s boot time is cut to the second, so the moment is never before the process started and a
+    containerd restart just before the run does not count; it is at most a second after the start) or two from
+    C(ps) (whole seconds on top of that). Else the time of the call, with a warning.
   - Each value but the last is fixed for the whole run, so every call in a run returns the same number.
 options:
   since:
@@ -38,9 +39,10 @@ options:
     default: ''
   events_dir:
     description:
-      - The job's artifacts folder under ansible-runner (its C(job_events) folder holds the job's events).
+      - The job's artifacts folder under ansible-runner (its C(job_events) folder holds the job's events; the files
+        named C(<counter>-<uuid>.json) count).
       - Empty means none.
-    type: path
+    type: str
     default: ''
     env:
       - name: AWX_ISOLATED_DATA_DIR
@@ -61,7 +63,8 @@ EXAMPLES = r"""
 RETURN = r"""
 _raw:
   description:
-    - One element, the moment the run began, in seconds since the epoch (a float, to the millisecond).
+    - One element, the moment the run began, in seconds since the epoch (a float; to the microsecond from a job
+      event, to the hundredth of a second from C(/proc)).
   type: list
   elements: float
 """
@@ -76,33 +79,43 @@ import time
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
+from ansible.utils.display import Display
+
+display = Display()
 
 PLAYBOOK = 'ansible-playbook'
 
 
-def first_event_time(events_dir):
-    """The time of the job's first event (lowest counter) in events_dir/job_events, or None.
+# the runner's file of one event: <counter>-<uuid>.json (a partial one is <uuid>-partial.json)
+EVENT_FILE = re.compile(r'^(\d+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.json$')
+CREATED = re.compile(r'(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?')
 
-    The runner may hold a partial and a full file of one event: of the files
-    with the lowest counter, the first (by name) that has a time counts.
-    """
-    files = {}
+
+def first_event_time(events_dir):
+    """The time of the job's first event (the lowest counter) in events_dir/job_events, or None."""
+    first = None
     for path in glob.glob(os.path.join(events_dir, 'job_events', '*.json')):
-        head = os.path.basename(path).split('-', 1)[0]
-        if head.isdigit():
-            files.setdefault(int(head), []).append(path)
-    for path in sorted(files[min(files)]) if files else []:
-        try:
-            with open(path) as f:
-                created = json.load(f).get('created')
-        except (IOError, OSError, ValueError, AttributeError):
-            continue
+        found = EVENT_FILE.match(os.path.basename(path))
+        if found and (first is None or int(found.group(1)) < first[0]):
+            first = (int(found.group(1)), path)
+    if first is None:
+        return None
+    try:
+        with open(first[1]) as f:
+            created = json.load(f).get('created')
         # ansible-runner writes UTC as 2026-12-05T16:19:23.123456 (an offset may follow)
-        found = re.match(r'(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?', created if isinstance(created, str) else '')
-        if found:
-            seconds = calendar.timegm(time.strptime(found.group(1), '%Y-%m-%dT%H:%M:%S'))
-            return seconds + float('0' + (found.group(2) or '.0'))
-    return None
+        found = CREATED.match(created if isinstance(created, str) else '')
+        if not found:
+            return None
+        seconds = calendar.timegm(time.strptime(found.group(1), '%Y-%m-%dT%H:%M:%S'))
+    except (IOError, OSError, ValueError, AttributeError):
+        return None
+    return seconds + float('0' + (found.group(2) or '.0'))
+
+
+def is_playbook(argv):
+    """A process of ansible-playbook: its program (argv[0]), or the script its interpreter runs (argv[1])."""
+    return any(os.path.basename(arg) == PLAYBOOK for arg in argv[:2])
 
 
 def _proc_parent_and_start(pid):
@@ -112,9 +125,9 @@ def _proc_parent_and_start(pid):
     return int(fields[1]), int(fields[19])
 
 
-def _proc_cmdline(pid):
+def _proc_argv(pid):
     with open('/proc/%d/cmdline' % pid, 'rb') as f:
-        return f.read().replace(b'\0', b' ').decode('utf-8', 'replace')
+        return f.read().decode('utf-8', 'replace').split('\0')
 
 
 def _boot_time():
@@ -126,11 +139,15 @@ def _boot_time():
 
 
 def playbook_start_from_proc(pid):
-    """Start of the topmost ansible-playbook process above pid (itself included), from /proc; None if none."""
+    """Start of the topmost ansible-playbook process above pid (itself included), from /proc; None if none.
+
+    Up to PID 1 included: ansible-playbook may be PID 1 (a container's command), and then its forked workers
+    must find it too.
+    """
     start = None
-    while pid > 1:
+    while pid > 0:
         parent, ticks = _proc_parent_and_start(pid)
-        if PLAYBOOK in _proc_cmdline(pid):
+        if is_playbook(_proc_argv(pid)):
             start = ticks
         pid = parent
     if start is None:
@@ -140,54 +157,67 @@ def playbook_start_from_proc(pid):
     return round(_boot_time() + 1 + start / float(os.sysconf('SC_CLK_TCK')), 2)
 
 
-def _ps(pid, field):
-    out = subprocess.run(['ps', '-o', '%s=' % field, '-p', str(pid)], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, universal_newlines=True, check=False).stdout
-    return out.strip()
+def _ps_table():
+    """{pid: (ppid, lstart, argv)} of every process, from one ps (C locale: lstart as 'Sat Dec  5 16:19:23 2026')."""
+    out = subprocess.run(['ps', '-A', '-o', 'pid=', '-o', 'ppid=', '-o', 'lstart=', '-o', 'args='],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True, check=False,
+                         env=dict(os.environ, LC_ALL='C')).stdout
+    table = {}
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) >= 8 and fields[0].isdigit() and fields[1].isdigit():
+            table[int(fields[0])] = (int(fields[1]), ' '.join(fields[2:7]), fields[7:])
+    return table
 
 
 def playbook_start_from_ps(pid):
     """The same from ps (a controller without /proc, macOS): lstart, to the second; None if none."""
+    table = _ps_table()
     start = None
-    while pid > 1:
-        if PLAYBOOK in _ps(pid, 'args'):
-            start = _ps(pid, 'lstart')
-        parent = _ps(pid, 'ppid')
-        if not parent.isdigit():
+    while pid in table:
+        parent, lstart, argv = table[pid]
+        if is_playbook(argv):
+            start = lstart
+        if parent == pid:
             break
-        pid = int(parent)
+        pid = parent
     if not start:
         return None
     # lstart is cut to the second, and Linux's ps adds its boot time cut to the second: + 2 keeps the moment
     # from coming before the process's start (measured: lstart up to 1.4 s before it)
-    return float(time.mktime(time.strptime(' '.join(start.split()), '%a %b %d %H:%M:%S %Y'))) + 2
+    return float(time.mktime(time.strptime(start, '%a %b %d %H:%M:%S %Y'))) + 2
 
 
 def run_since(since='', events_dir=''):
-    """The rule of the lookup (DOCUMENTATION), as a number."""
+    """The rule of the lookup (DOCUMENTATION), as a number; None when nothing gives the moment."""
     if since not in (None, ''):
         try:
             return float(since)
         except (TypeError, ValueError):
             raise AnsibleLookupError('run_since: since must be seconds since the epoch, not %r' % (since,))
     if events_dir:
-        found = first_event_time(events_dir)
+        found = first_event_time(os.path.expanduser(events_dir))
         if found is not None:
             return round(found, 6)
     try:
-        found = playbook_start_from_proc(os.getpid()) if os.path.isdir('/proc/self') else None
+        return playbook_start_from_proc(os.getpid())
     except (IOError, OSError, ValueError, IndexError):
-        found = None
-    if found is None:
-        try:
-            found = playbook_start_from_ps(os.getpid())
-        except (OSError, ValueError):
-            found = None
-    return found if found is not None else round(time.time(), 3)
+        pass    # no /proc (macOS), or it cannot be read: ps
+    try:
+        return playbook_start_from_ps(os.getpid())
+    except (OSError, ValueError):
+        return None
 
 
 class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
-        return [run_since(self.get_option('since'), self.get_option('events_dir'))]
+        found = run_since(self.get_option('since'), self.get_option('events_dir'))
+        if found is None:
+            # each call would give another number: counts since the run began would not agree
+            display.warning('run_since: no ansible-playbook process above this one and no job events: the time of '
+                            'this call is used, which moves from call to call. Give the moment (fleet_report_since, '
+                            'node_readiness_starts_since) for counts that agree.')
+            found = round(time.time(), 3)
+        return [found]

@@ -273,36 +273,51 @@ def test_the_html_opens_in_a_real_browser_with_the_table_visible(job, tmp_path):
     assert '&lt;script&gt;' in dom.stdout and '<script>' not in dom.stdout
 
 
-def with_starts(ready, since, count):
-    return dict(ready, service_starts={'unit': 'containerd', 'since': since, 'count': count, 'error': None})
+def with_starts(ready, since, count, unit='containerd'):
+    return dict(ready, service_starts={'unit': unit, 'since': since, 'count': count, 'error': None})
+
+
+def batch(number):
+    return {'play': 'rollout', 'number': number, 'hosts': [], 'failed': [], 'max_fail_percentage': 0, 'stop': False}
+
+
+def asked_nodes(runner):
+    """The nodes the fleet report's containerd_info call asked."""
+    return sorted(e['event_data']['res']['item'] for e in runner.events
+                  if e.get('event') in ('runner_item_on_ok', 'runner_item_on_failed')
+                  and e['event_data'].get('task', '').startswith('Ask each node readiness did not count'))
 
 
 def test_restarts_readiness_counted_since_the_same_moment_need_no_call(tmp_path):
-    """A node whose readiness check of this run counted containerd's starts since the report's own moment (and
-    whose run did not fail after it) gets that count and no containerd_info call; the others are asked (here on
-    the controller itself, where containerd_info runs as on a node). A count since another moment, or of a node
-    that failed after it, is not taken."""
+    """A node of the rollout's last batch whose readiness check counted containerd's starts since the report's own
+    moment, for the same unit, and whose run did not fail after it, gets that count and no containerd_info call;
+    the others are asked (here on the controller itself, where containerd_info runs as on a node): a node that
+    failed, one of an earlier batch (its check ran batches before the report: restarts since then would be
+    lost), one counted for another unit."""
     since = 1796488000.5
+    ready = dict((n, HOSTVARS[n]['nodeguard_readiness']) for n in ('node-a', 'node-b', 'node-c'))
     hostvars = {
-        'node-a': dict(HOSTVARS['node-a'], nodeguard_readiness=with_starts(HOSTVARS['node-a']['nodeguard_readiness'],
-                                                                           since, 3)),
-        'node-b': {'nodeguard_readiness': with_starts(HOSTVARS['node-b']['nodeguard_readiness'], since, 4)},
-        'node-c': {'nodeguard_readiness': with_starts(HOSTVARS['node-c']['nodeguard_readiness'], since - 60, 9)},
-        'node-d': {},
+        'node-a': dict(HOSTVARS['node-a'], nodeguard_readiness=with_starts(ready['node-a'], since, 3),
+                       nodeguard_batch=batch(2)),
+        'node-b': {'nodeguard_readiness': with_starts(ready['node-b'], since, 4), 'nodeguard_batch': batch(2)},
+        'node-c': {'nodeguard_readiness': with_starts(ready['node-c'], since, 9), 'nodeguard_batch': batch(1)},
+        'node-d': {'nodeguard_readiness': with_starts(ready['node-a'], since, 5, unit='k3s'),
+                   'nodeguard_batch': batch(2)},
     }
+    extra = {'fleet_report_since': str(since), 'fleet_report_collect': True, 'nodeguard_become': False}
     runner, out, artifacts = run_job(tmp_path, 'wrapper.yml', WRAPPER, hostvars=hostvars, name='counted',
-                                     extravars={'fleet_report_since': str(since), 'fleet_report_collect': True,
-                                                'nodeguard_become': False})
+                                     extravars=extra)
     report, rows = report_of(artifacts)
     assert report['since'] == since
     assert rows['node-a']['restarts'] == 3
-    asked = sorted(e['event_data']['res']['item'] for e in runner.events
-                   if e.get('event') in ('runner_item_on_ok', 'runner_item_on_failed')
-                   and e['event_data'].get('task', '').startswith('Ask each node readiness did not count'))
-    # node-b failed (it left the run), node-c's count is since another moment, node-d has none
-    assert asked == ['node-b', 'node-c', 'node-d'], out[-3000:]
-    assert rows['node-c']['restarts'] != 9 and rows['node-b']['restarts'] != 4
+    assert asked_nodes(runner) == ['node-b', 'node-c', 'node-d'], out[-3000:]
+    assert (rows['node-b']['restarts'], rows['node-c']['restarts'], rows['node-d']['restarts']) != (4, 9, 5)
     assert report['summary']['restarts'] == 3 + sum(rows[n]['restarts'] or 0 for n in ('node-b', 'node-c', 'node-d'))
+    # a count since another moment than the report's is not taken either
+    hostvars['node-a']['nodeguard_readiness'] = with_starts(ready['node-a'], since - 60, 3)
+    runner, out, artifacts = run_job(tmp_path, 'wrapper.yml', WRAPPER, hostvars=hostvars, name='other-moment',
+                                     extravars=extra)
+    assert asked_nodes(runner) == ['node-a', 'node-b', 'node-c', 'node-d'], out[-3000:]
 
 
 def test_a_play_that_ansible_core_stops_gets_its_report_from_the_next_job(tmp_path):
