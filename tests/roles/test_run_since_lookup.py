@@ -156,38 +156,42 @@ def test_a_given_moment_wins_and_a_bad_one_is_refused(tmp_path):
         lookup.run_since(since='yesterday')
 
 
+def play_debug(tmp_path, expression, extra=(), env_update=None, program=None):
+    """Run a one-task play that prints `expression` through a real ansible-playbook (`program`: a copy of its
+    script under another name); (the printed value, the run's stdout and stderr)."""
+    play = tmp_path / 'play.yml'
+    play.write_text('- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ansible.builtin.debug:\n'
+                    '        msg: "%s"\n' % expression)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_NOCOLOR='1',
+               ANSIBLE_STDOUT_CALLBACK='ansible.builtin.json', ANSIBLE_LOCALHOST_WARNING='0')
+    env.pop('AWX_ISOLATED_DATA_DIR', None)
+    env.update(env_update or {})
+    program = program or os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    proc = subprocess.run([sys.executable, program, str(play)] + list(extra), capture_output=True, text=True,
+                          env=env, check=True, timeout=300)
+    msg = json.loads(proc.stdout)['plays'][0]['tasks'][0]['hosts']['localhost']['msg']
+    return msg, proc.stdout + proc.stderr
+
+
 def test_through_ansible_playbook_with_its_options(tmp_path):
     """Through a real ansible-playbook: the process's start (twice the same), events_dir from the
     AWX_ISOLATED_DATA_DIR environment variable, and since given."""
     events = tmp_path / 'runner' / 'job_events'
     events.mkdir(parents=True)
     write_event(events, '1-%s.json' % (UUID % 1), '2026-12-05T16:19:23.5')
-    play = tmp_path / 'play.yml'
-    play.write_text('''
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - ansible.builtin.debug:
-        msg: "{{ [lookup('nodeguard.containerd.run_since'), lookup('nodeguard.containerd.run_since'),
-                  lookup('nodeguard.containerd.run_since', events_dir=dir),
-                  lookup('nodeguard.containerd.run_since', since='7.5')] | to_json }}"
-''')
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_NOCOLOR='1',
-               ANSIBLE_STDOUT_CALLBACK='ansible.builtin.json', ANSIBLE_LOCALHOST_WARNING='0')
-    env.pop('AWX_ISOLATED_DATA_DIR', None)
-    playbook = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    expression = ("{{ [lookup('nodeguard.containerd.run_since'), lookup('nodeguard.containerd.run_since'), "
+                  "lookup('nodeguard.containerd.run_since', events_dir=dir), "
+                  "lookup('nodeguard.containerd.run_since', since='7.5')] | to_json }}")
     before = time.time()
-    out = subprocess.run([playbook, str(play), '-e', 'dir=' + str(tmp_path / 'runner')], capture_output=True,
-                         text=True, env=env, check=True, timeout=300).stdout
-    msg = json.loads(json.loads(out)['plays'][0]['tasks'][0]['hosts']['localhost']['msg'])
+    msg, dummy = play_debug(tmp_path, expression, ['-e', 'dir=' + str(tmp_path / 'runner')])
+    msg = json.loads(msg)
     assert before <= msg[0] <= before + 1.5 and msg[0] == msg[1], (msg, before)
     assert msg[2:] == [1796487563.5, 7.5]
     # under ansible-runner: the folder from the environment; given empty, none (the process's start)
-    env['AWX_ISOLATED_DATA_DIR'] = str(tmp_path / 'runner')
     before = time.time()
-    out = subprocess.run([playbook, str(play), '-e', 'dir='], capture_output=True, text=True, env=env, check=True,
-                         timeout=300).stdout
-    msg = json.loads(json.loads(out)['plays'][0]['tasks'][0]['hosts']['localhost']['msg'])
+    msg, dummy = play_debug(tmp_path, expression, ['-e', 'dir='],
+                            env_update={'AWX_ISOLATED_DATA_DIR': str(tmp_path / 'runner')})
+    msg = json.loads(msg)
     assert msg[:2] == [1796487563.5, 1796487563.5] and msg[3] == 7.5
     assert before <= msg[2] <= before + 1.5, (msg, before)
 
@@ -197,19 +201,6 @@ def test_without_a_playbook_process_the_lookup_warns_and_gives_the_time(tmp_path
     gives the time of the call and says that counts would not agree."""
     script = tmp_path / 'run-playbook'
     shutil.copy(os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), str(script))
-    play = tmp_path / 'play.yml'
-    play.write_text('''
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - ansible.builtin.debug:
-        msg: "{{ lookup('nodeguard.containerd.run_since') }}"
-''')
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_NOCOLOR='1',
-               ANSIBLE_STDOUT_CALLBACK='ansible.builtin.json', ANSIBLE_LOCALHOST_WARNING='0')
-    env.pop('AWX_ISOLATED_DATA_DIR', None)
-    proc = subprocess.run([sys.executable, str(script), str(play)], capture_output=True, text=True, env=env,
-                          check=True, timeout=300)
-    msg = json.loads(proc.stdout)['plays'][0]['tasks'][0]['hosts']['localhost']['msg']
+    msg, output = play_debug(tmp_path, "{{ lookup('nodeguard.containerd.run_since') }}", program=str(script))
     assert abs(float(msg) - time.time()) < 30
-    assert 'run_since: no ansible-playbook process above this one and no job events' in proc.stderr + proc.stdout
+    assert 'run_since: no ansible-playbook process above this one and no job events' in output
