@@ -258,6 +258,54 @@ def _higher_version_fate(containerd_ver):
             % '.'.join(str(x) for x in containerd_ver[:2]))
 
 
+# the full ids of the short plugin names a version 1 config used
+FULL_PLUGIN_IDS = {'cri': 'io.containerd.grpc.v1.cri'}
+ID_FIX = '(`containerd config default` lists the ids).'
+
+
+def _full_id(name):
+    return FULL_PLUGIN_IDS.get(name, 'io.containerd.<type>.<version>.%s' % name)
+
+
+def _is_full_id(name):
+    # containerd's own test: io.containerd.<type>.<version> and a name, four dotted parts at least
+    return len(name.split('.')) >= 4
+
+
+def short_plugin_ids(path, data, is_main, containerd_ver):
+    """Errors for short plugin ids in a file containerd refuses them in (measured on 1.6, 1.7 and 2.1).
+
+    A file is checked as containerd reads it: the main file by its version;
+    an import without a version as version 2 on 1.x (it takes the main
+    file's) and as version 1 on 2.x; an import that says version = 1 may
+    use short ids everywhere. disabled_plugins and required_plugins need
+    full ids on every containerd; plugins.<id> only on 1.x (2.x keeps an
+    unknown id as a table of its own).
+    """
+    version = data.get('version')
+    if version is None and not is_main:
+        version = 1 if reads_v3(containerd_ver) else 2
+    if file_version({'version': version}) < 2:
+        return []
+    node = '.'.join(str(x) for x in containerd_ver[:2]) if containerd_ver else '1.x'
+    errors = []
+    for key, word in (('disabled_plugins', 'disabled'), ('required_plugins', 'required')):
+        value = data.get(key)
+        for name in (value if isinstance(value, list) else []):
+            if isinstance(name, str) and not _is_full_id(name):
+                errors.append('%s: %s names "%s", not a full plugin id: containerd %s refuses the whole config '
+                              '("invalid %s plugin URI"). Fix: name it in full, "%s" %s'
+                              % (path, key, name, node, word, _full_id(name), ID_FIX))
+    if not reads_v3(containerd_ver):
+        plugins = data.get('plugins')
+        for name in (plugins if isinstance(plugins, dict) else {}):
+            if not _is_full_id(name):
+                errors.append('%s: plugins."%s" is not a full plugin id: containerd %s refuses the whole config '
+                              '("invalid plugin key URI") of a file it reads as version 2. Fix: write '
+                              'plugins."%s" %s' % (path, name, node, _full_id(name), ID_FIX))
+    return errors
+
+
 def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_plugin_override=False, overrides=None):
     """Built-in checks of a candidate config; returns a list of error messages.
 
@@ -281,6 +329,7 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
     default, default_set, rts_defined = None, False, False
     main_plugins = main_data.get('plugins') or {}
     for index, (path, data) in enumerate(files):
+        errors.extend(short_plugin_ids(path, data, not index, containerd_ver))
         version = file_version(data)
         if index and version > main_version and not (version == 3 and reads_v3(containerd_ver)):
             errors.append('%s has version = %d, higher than the main config %s (version = %d): %s. Fix: write '
