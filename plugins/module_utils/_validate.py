@@ -248,14 +248,19 @@ def reads_v3(containerd_ver):
     return containerd_ver is not None and containerd_ver[0] >= 2
 
 
+def node_text(containerd_ver):
+    """The node's containerd as the messages name it ("1.7"); "1.x" when unknown (1.x may read the file)."""
+    return '.'.join(str(x) for x in containerd_ver[:2]) if containerd_ver else '1.x'
+
+
 def _higher_version_fate(containerd_ver):
     """What containerd 1.x does with a drop-in whose version is higher than the main file's (measured)."""
     if containerd_ver is None:
         return 'containerd 1.7 refuses it and 1.6 does not read it'
     if tuple(containerd_ver[:2]) >= (1, 7):
-        return 'containerd %s refuses it' % '.'.join(str(x) for x in containerd_ver[:2])
+        return 'containerd %s refuses it' % node_text(containerd_ver)
     return ('containerd %s does not read it (it knows no version 3 plugin ids), so nothing in it takes effect'
-            % '.'.join(str(x) for x in containerd_ver[:2]))
+            % node_text(containerd_ver))
 
 
 # the full ids of the short plugin names a version 1 config used
@@ -287,7 +292,7 @@ def short_plugin_ids(path, data, is_main, containerd_ver):
         version = 1 if reads_v3(containerd_ver) else 2
     if file_version({'version': version}) < 2:
         return []
-    node = '.'.join(str(x) for x in containerd_ver[:2]) if containerd_ver else '1.x'
+    node = node_text(containerd_ver)
     errors = []
     for key, word in (('disabled_plugins', 'disabled'), ('required_plugins', 'required')):
         value = data.get(key)
@@ -351,7 +356,7 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
                             '%s defines plugins."%s", which on containerd %s replaces the whole table of '
                             'the main config %s: %s would be lost. Fix: put the change in %s itself, or '
                             'make the drop-in carry the whole plugin table.'
-                            % (path, plugin_id, '.'.join(str(x) for x in containerd_ver or ('1.x',)),
+                            % (path, plugin_id, node_text(containerd_ver),
                                main_path, ', '.join(lost), main_path))
         if cri is None:
             continue
@@ -372,7 +377,7 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
         said = ('default_runtime_name is %r' % name if default_set
                 else 'default_runtime_name is not set, so containerd uses \'runc\',')
         why = (' (containerd %s drops its built-in runc when the file has a runtimes table)'
-               % '.'.join(str(x) for x in containerd_ver or ('1.x',)) if replace and name == 'runc' else '')
+               % node_text(containerd_ver) if replace and name == 'runc' else '')
         errors.append('%s: %s but no runtime table of that name is defined in the file or its imports%s: '
                       'containerd\'s CRI plugin would fail to load and no pod could start. Fix: define the '
                       'runtime, or point default_runtime_name at one of: %s.'
