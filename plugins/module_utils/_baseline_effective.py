@@ -33,6 +33,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     Layout,
     parse_toml,
     split_bom,
+    version_text,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import (
     load_effective,
@@ -42,10 +43,6 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text im
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import file_version
 
 DEFAULT_RUNTIME = 'runc'   # containerd's own default when default_runtime_name is unset
-
-
-def ver_text(ver):
-    return '.'.join(str(x) for x in ver) if ver else 'unknown'
 
 
 def parse_ver(text):
@@ -252,7 +249,7 @@ def _shown(rec, field='value'):
 
 
 def _why(key, before, after, change, cause, ver):
-    run = 'containerd %s' % ver_text(ver) if ver else 'containerd'
+    run = 'containerd %s' % version_text(ver) if ver else 'containerd'
     b_from = (' from %s' % before['file']) if before.get('file') else ''
     if change == 'removed':
         return '%s no longer runs %s (the baseline ran %s%s); %s is where it went' % (

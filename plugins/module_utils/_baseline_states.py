@@ -43,7 +43,6 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_eff
     effective_records,
     merged_path,
     parse_ver,
-    ver_text,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_repair import put_back, repair
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_restore import restore
@@ -53,6 +52,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     Layout,
     detect_version,
     lock_or_fail,
+    version_text,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import (
     ABSENT,
@@ -562,7 +562,7 @@ def _dropin_edit(module, baseline, path, entries, base_recs, state):
             if view is not None and tuple(view.read_path(dpath, doc.path)) != want_at:
                 left.append(dict(d, file=doc.path, why='%s; %s keeps it at %s, which containerd %s does not read as '
                                                        '%s' % (d['why'], doc.path, dotted(dpath),
-                                                               ver_text(ctx.containerd_version), d['path'])))
+                                                               version_text(ctx.containerd_version), d['path'])))
                 continue
             rec = by_key.get(key) or {}
             want = None if rec.get('default') else rec.get('value')

@@ -135,6 +135,11 @@ def bom_refused_message(path, containerd_ver, config_version=None):
             % (path, reader, path))
 
 
+def version_text(ver, unknown='unknown'):
+    """A version tuple as messages name it ("1.7.24"); unknown when it is not known."""
+    return '.'.join(str(x) for x in ver) if ver else unknown
+
+
 # The oldest tomlkit nodeguard runs on (tests/compat: parse checks, the module
 # suites and a playbook pass with it).  0.7 - 0.10 have no unwrap(), which
 # ``_toml_text.plain`` replaces; 0.6.0 (Debian 11's python3-tomlkit) loses a
@@ -142,7 +147,7 @@ def bom_refused_message(path, containerd_ver, config_version=None):
 MIN_TOMLKIT = (0, 7, 0)
 TOMLKIT_INSTALL = ('pip install "tomlkit>=%s" for the Python Ansible uses on the node (Debian 11\'s python3-tomlkit '
                    'is 0.6.0; Ubuntu 22.04+, Debian 12+ and EPEL 9 ship a newer one: apt-get or dnf install '
-                   'python3-tomlkit)' % '.'.join(str(p) for p in MIN_TOMLKIT))
+                   'python3-tomlkit)' % version_text(MIN_TOMLKIT))
 
 
 def _version_tuple(text):
@@ -163,7 +168,7 @@ def tomlkit_problem():
         import sys
         return ('tomlkit %s on this node (%s, Python %s) is too old: nodeguard needs tomlkit >= %s. Nothing was '
                 'read or written. Fix: %s.' % (found, getattr(tomlkit, '__file__', '?'), sys.version.split()[0],
-                                               '.'.join(str(p) for p in MIN_TOMLKIT), TOMLKIT_INSTALL))
+                                               version_text(MIN_TOMLKIT), TOMLKIT_INSTALL))
     return None
 
 
@@ -187,7 +192,7 @@ def parse_toml(text):
     problem = tomlkit_problem()
     if problem:
         raise ConfigError(problem, key=None, tomlkit=getattr(tomlkit, '__version__', None),
-                          tomlkit_min='.'.join(str(p) for p in MIN_TOMLKIT))
+                          tomlkit_min=version_text(MIN_TOMLKIT))
     if tomllib is None:
         return _tomlkit_parse(text)
     try:

@@ -36,6 +36,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,
     ConfigError,
+    version_text,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path, get_in
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
@@ -407,7 +408,7 @@ def effects_of(view, file_path, changes):
 
 
 def _why_shadowed(view, merged_path, file_path, source):
-    ver = '.'.join(str(x) for x in view.containerd_ver or ('1.x',))
+    ver = version_text(view.containerd_ver, '1.x')
     for n in range(len(merged_path), 2, -1):
         unread = view.unread.get((file_path, merged_path[:n]))
         if unread:
@@ -450,7 +451,7 @@ def confirm_with_dump(effects, view, dump_data):
         if eff.in_effect and not ok:
             eff.in_effect = False
             eff.effective = ABSENT if have is None else have
-            ver = '.'.join(str(x) for x in view.containerd_ver or ('?',))
+            ver = version_text(view.containerd_ver, '?')
             eff.why = ('containerd %s config dump of the new config does not show it (%s)'
                        % (ver, 'the key is unknown to it and dropped' if have is None else 'it runs %r' % (have,)))
         eff.confirmed = 'config dump'

@@ -42,6 +42,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     bom_refused_message,
     lock_or_fail,
     split_bom,
+    version_text,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import (
     ABSENT,
@@ -602,7 +603,7 @@ def check_with_containerd(ctx, checked, candidate, validate, load_test=None, as_
         if rc != 0:
             if dump_must_load:
                 return checked.refuse('validate', ['containerd %s cannot load %s: "containerd config dump" failed '
-                                                   '(rc=%s): %s' % (_ver_text(ctx.containerd_version),
+                                                   '(rc=%s): %s' % (version_text(ctx.containerd_version),
                                                                     shown or real(candidate), rc,
                                                                     _tail(out, err, real))])
             checked.how = 'config dump failed (rc=%s): %s' % (rc, (err or '').strip()[-300:])
@@ -641,10 +642,6 @@ def check_with_containerd(ctx, checked, candidate, validate, load_test=None, as_
         msg = res.message()
         checked.refuse('load', [real(msg.replace(candidate, shown) if shown else msg)])
     return checked
-
-
-def _ver_text(ver):
-    return '.'.join(str(x) for x in ver) if ver else 'unknown'
 
 
 def _tail(out, err, real):

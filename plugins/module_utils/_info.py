@@ -40,6 +40,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     parse_error_message,
     parse_toml,
     split_bom,
+    version_text,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import iter_leaves, load_effective
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
@@ -204,7 +205,7 @@ def imports_facts(view, ver):
                 duplicates.append(dict(entry=entry, resolved=key, imported_by=path))
     problems = unique_in_order(p.message for p in view.problems)
     for ignored, reason in view.ignored:
-        problems.append('containerd %s ignores %s: %s' % ('.'.join(str(x) for x in ver or ('?',)), ignored, reason))
+        problems.append('containerd %s ignores %s: %s' % (version_text(ver, '?'), ignored, reason))
     return dict(entries=entries, files=loaded, missing=missing, duplicates=duplicates, problems=problems)
 
 

@@ -17,8 +17,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_eff
     effective_records,
     file_sets,
     parse_ver,
-    ver_text,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import version_text
 from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective
 
 CRI2 = 'io.containerd.grpc.v1.cri'
@@ -52,7 +52,8 @@ def test_a_version_is_its_major_and_minor(text, ver):
 
 
 def test_an_unknown_version_is_said_so():
-    assert ver_text((2, 1)) == '2.1' and ver_text(None) == 'unknown' and ver_text(()) == 'unknown'
+    assert version_text((2, 1)) == '2.1' and version_text(None) == 'unknown' and version_text(()) == 'unknown'
+    assert version_text(None, '?') == '?' and version_text((1, 7, 24), '1.x') == '1.7.24'
 
 
 # ------------------------------------------------------------------ the mirror
