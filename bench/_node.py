@@ -16,6 +16,7 @@ playbook of 60 tasks eight times as much as on one of 7.
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -66,6 +67,7 @@ class Node(object):
         self.log = os.path.join(work, 'ansible.log')
         self.inventory = os.path.join(work, 'inventory.json')
         self.pb_bin = None
+        self.last_cpu = None
 
     def run(self, *cmd, **kw):
         return sh(['podman', 'exec', self.name] + list(cmd), **kw)
@@ -117,11 +119,19 @@ class Node(object):
                     ANSIBLE_LOOKUP_PLUGINS=os.path.join(REPO, 'molecule', 'shared', 'lookup_plugins'))
 
     def playbook(self, path, extra=()):
-        """Run one playbook; (wall seconds, recap dict of this node, tasks started)."""
+        """Run one playbook; (wall seconds, recap dict of this node, tasks started).
+
+        self.last_cpu: the CPU seconds (user + system) of ansible-playbook and
+        every process it waited for, the node's module runs included (nsenter
+        runs them as its descendants); not the containerd daemon's own work.
+        """
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         proc = sh([self.pb_bin, '-i', self.inventory, os.path.join(REPO, path), '-e', 'target=all'] + list(extra),
                   env=self.env(), timeout=3600)
         wall = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.last_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         with open(self.log, 'a') as f:
             f.write(proc.stdout + proc.stderr)
         if proc.returncode:
