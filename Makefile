@@ -116,11 +116,13 @@ $(STAMPS)/apt.stamp: Makefile
 	fi
 	@touch $@
 
-$(STAMPS)/venv.stamp: requirements-dev.txt
+$(STAMPS)/venv.stamp: requirements-dev.txt constraints-dev.txt
 	@mkdir -p $(@D)
 	@if [ ! -x $(VENV)/bin/python ]; then $(PYTHON) -m venv $(VENV); fi
-	@$(RETRY) --what "pip install -r requirements-dev.txt (pip's lines name the package and index)" \
-		$(VENV)/bin/python -m pip install -q --no-compile --disable-pip-version-check -r requirements-dev.txt
+	@# constraints-dev.txt: every package at the versions a passing run had
+	@$(RETRY) --what "pip install -r requirements-dev.txt -c constraints-dev.txt (pip's lines name the package and index)" \
+		$(VENV)/bin/python -m pip install -q --no-compile --disable-pip-version-check -r requirements-dev.txt \
+		-c constraints-dev.txt
 	@# Byte-compile all but the collections bundled in PyPI's `ansible`: 15,000
 	@# files, most of a fresh venv's CPU time on a busy machine, of which the
 	@# tests load a handful.

@@ -343,6 +343,7 @@ TARBALL_MUST = ['MANIFEST.json', 'FILES.json', 'LICENSE', 'README.md', 'meta/run
                 'playbooks/site.yml']
 TARBALL_NEVER = ['.venv/', 'build/', '.ci/', '.config/', '.pytest_cache', '.hypothesis', '__pycache__', '.pyc',
                  'tests/output/', 'tests/mutation/', 'bench/', 'molecule/', 'Makefile', 'requirements-dev.txt',
+                 'constraints-dev.txt',
                  '.tar.gz', '.git/']
 
 
