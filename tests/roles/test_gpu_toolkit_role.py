@@ -77,7 +77,7 @@ def run_role(workdir, path, role_vars, extra_play_vars=None, containerd_dir=None
             '    %s: %s\n' % (k, json.dumps(v)) for k, v in extra_play_vars.items()))
     text += role_tasks('gpu_toolkit', role_vars, out, "'added': __gpu_toolkit_added | default({}), "
                        "'removed': __gpu_toolkit_removed | default({}), "
-                       "'cdi_restored': __gpu_toolkit_cdi_restored | default({}), "
+                       "'released': __gpu_toolkit_released | default({}), "
                        "'info': __gpu_toolkit_info | default({})")
     proc = run_playbook(workdir, text, containerd_dir)
     tasks, _sep, handlers = proc.stdout.partition('\nRUNNING HANDLER [')
@@ -178,20 +178,32 @@ def test_cdi_turned_off_puts_back_both_keys_in_one_call(workdir, config):
     role = dict(gpu_toolkit_runtimes=['nvidia'], gpu_toolkit_enable_cdi=True, gpu_toolkit_cdi_spec_dirs=['/etc/cdi'])
     _changed, res, _out, _restarted = run_role(workdir, path, role, containerd_dir=ctd17)
     assert not res['failure'] and cri(path)['enable_cdi'] is True, res['failure']
-    # only the folders dropped: enable_cdi stays, cdi_spec_dirs goes back to its prior (absent in kubeadm's file)
+    # CDI off: both keys get their priors back in one call (enable_cdi false in kubeadm's file, cdi_spec_dirs
+    # absent there), nothing else of the role's changes
+    changed, res, _out, _restarted = run_role(workdir, path, dict(role, gpu_toolkit_enable_cdi=False),
+                                              containerd_dir=ctd17)
+    assert not res['failure'], res['failure']
+    assert 'settings' not in res['added'] and [r['key'] for r in res['released']['settings']] == [
+        'cri.enable_cdi', 'cri.cdi_spec_dirs']
+    assert cri(path)['enable_cdi'] is False and 'cdi_spec_dirs' not in cri(path)
+    assert 'nvidia' in cri(path)['containerd']['runtimes']
+    assert [r['resource'] for r in records(workdir, path)] == ['runtime:nvidia']
+    # CDI on again, then only the folders dropped: enable_cdi stays, cdi_spec_dirs goes back to its prior
+    run_role(workdir, path, role, containerd_dir=ctd17)
     role['gpu_toolkit_cdi_spec_dirs'] = []
     changed, res, _out, _restarted = run_role(workdir, path, role, containerd_dir=ctd17)
     assert not res['failure'], res['failure']
-    assert [r['key'] for r in res['cdi_restored']['settings']] == ['cri.cdi_spec_dirs']
+    assert [r['key'] for r in res['released']['settings']] == ['cri.cdi_spec_dirs']
     assert cri(path)['enable_cdi'] is True and 'cdi_spec_dirs' not in cri(path)
-    # CDI off: enable_cdi's prior value (false in kubeadm's file) comes back, nothing else of the role's changes
+    # the same again: cdi_spec_dirs is no longer this role's, so there is nothing to put back and no call
+    changed, res, _out, restarted = run_role(workdir, path, role, containerd_dir=ctd17)
+    assert (changed, restarted, res['released'].get('skipped')) == (0, False, True), res['released']
+    # CDI off: only enable_cdi is still this role's to put back
     role['gpu_toolkit_enable_cdi'] = False
     changed, res, _out, _restarted = run_role(workdir, path, role, containerd_dir=ctd17)
     assert not res['failure'], res['failure']
-    assert 'settings' not in res['added'] and [r['key'] for r in res['cdi_restored']['settings']] == [
-        'cri.enable_cdi', 'cri.cdi_spec_dirs']
-    assert cri(path)['enable_cdi'] is False and 'nvidia' in cri(path)['containerd']['runtimes']
-    assert [r['resource'] for r in records(workdir, path)] == ['runtime:nvidia']
+    assert [r['key'] for r in res['released']['settings']] == ['cri.enable_cdi']
+    assert cri(path)['enable_cdi'] is False and [r['resource'] for r in records(workdir, path)] == ['runtime:nvidia']
     run_role(workdir, path, dict(gpu_toolkit_state='absent'), containerd_dir=ctd17)
     assert read(path) == original
 
@@ -206,6 +218,7 @@ def test_a_runtime_no_longer_listed_is_removed_on_the_next_install(workdir, conf
     changed, res, out, restarted = run_role(workdir, path, dict(gpu_toolkit_runtimes=['nvidia']))
     assert not res['failure'], res['failure']
     assert (changed, restarted) == (1, True) and 'nvidia-cdi' not in cri(path)['containerd']['runtimes']
+    assert [r['name'] for r in res['released']['runtimes']] == ['nvidia-cdi'], res['released']
     assert 'nvidia' in cri(path)['containerd']['runtimes']
     assert [r['resource'] for r in records(workdir, path)] == ['runtime:nvidia']
 
