@@ -26,7 +26,11 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    support: full
+    support: partial
+    details:
+      - An uninstall (O(state=absent)) whose changes are in more than one file (a drop-in and C(config.toml))
+        undoes one file per validated write; check mode, which writes none, previews the first of them only
+        (C(changed) is true either way).
   diff_mode:
     support: full
   platform:
