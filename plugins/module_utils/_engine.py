@@ -130,6 +130,8 @@ class Context(object):
         self.warnings = []
         self.written = []  # files renamed into place by this run: a later failure names them
         self.tree_files = None  # [(path, data)] of the tree when the edit runs on a drop-in
+        # drop-ins whose undo a check-mode uninstall previewed (the next step previews the next file)
+        self.previewed = set()
         self._bin = False
         self._version = False
         self._always_missing = frozenset(allowed_missing)
@@ -424,6 +426,8 @@ def _choose_target(module, ctx, edit, main, view_before):
         # config.toml: every state in between is one containerd loads
         recorded = None
         for path in reversed(view_before.imported()):
+            if path in ctx.previewed:
+                continue  # check mode: its undo was previewed in an earlier step, as if written
             if Ledger.load(module.params['state_dir'], ledger_key(path)).select(owner=ctx.owner):
                 target = _read_config(module, ctx, path, main_version=main.doc.version)
                 ctx.tree_files = view_before.files
@@ -978,13 +982,25 @@ def transaction_result(module, ctx, edit, allow_plugin_override, load_test):
     """
     def steps_of(one_edit):
         steps = []
-        # one file per step; only an uninstall (or a check-mode preview) goes on
+        ctx.previewed = set()
+        # one file per step; only an uninstall goes on (in check mode too, as if each step had written)
         for _step in range(8):
             result = _transaction(module, ctx, EditTransaction(module, ctx, one_edit, allow_plugin_override,
                                                                load_test))
             steps.append(result)
-            if not result.get('_wrote') or module.params.get('state') != 'absent' \
-                    or not _owner_records_left(module, ctx):
+            if module.params.get('state') != 'absent':
+                break
+            if module.check_mode:
+                # nothing was written: the next step previews the next file, with this one's undo taken as done
+                # (config.toml comes last; a step that would change nothing ends the preview)
+                if not result.get('changed'):
+                    break
+                result['_wrote'] = True
+                ctx.previewed.add(result.get('file'))
+                if result.get('file') in (None, ctx.path):
+                    break
+                continue
+            if not result.get('_wrote') or not _owner_records_left(module, ctx):
                 break
         return steps
 

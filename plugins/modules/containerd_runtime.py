@@ -32,11 +32,10 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    support: partial
+    support: full
     details:
       - An uninstall (O(state=absent)) whose changes are in more than one file (a drop-in and C(config.toml))
-        undoes one file per validated write; check mode, which writes none, previews the first of them only
-        (C(changed) is true either way).
+        is previewed file by file, each file's undo taken as done for the next, as the run then writes them.
   diff_mode:
     support: full
   platform:

@@ -239,11 +239,25 @@ def test_a_key_a_drop_in_decides_goes_there_and_the_rest_to_config_toml(run_modu
     assert 'enable_cdi = true' in read(dropin) and 'cdi_spec_dirs' in read(path) and 'nvidia' in read(path)
     dump = assert_containerd_accepts(path, binary)
     assert 'nvidia-container-runtime' in dump
-    gone = run_module('containerd_config', path=path, owner='gpu', containerd_bin=binary, state='absent',
-                      settings=[dict(key=s['key']) for s in settings], runtimes=[dict(name='nvidia')])
+    undo = dict(settings=[dict(key=s['key']) for s in settings], runtimes=[dict(name='nvidia')])
+    installed, dropin_installed = read(path, 'rb'), read(dropin, 'rb')
+    ledger_files = ledgers(os.path.join(os.path.dirname(os.path.dirname(path)), 'state'), os.path.dirname(path))
+    assert ledger_files, 'the install recorded nothing'
+    # check mode previews the undo of both files (one write each when it runs), and writes nothing
+    preview = run_module('containerd_config', check=True, diff=True, path=path, owner='gpu', containerd_bin=binary,
+                         state='absent', **undo)
+    assert preview['changed'] and sorted(preview['files']) == sorted([path, dropin]), preview
+    assert read(path, 'rb') == installed and read(dropin, 'rb') == dropin_installed
+    assert ledgers(os.path.join(os.path.dirname(os.path.dirname(path)), 'state'), os.path.dirname(path)) \
+        == ledger_files
+    gone = run_module('containerd_config', diff=True, path=path, owner='gpu', containerd_bin=binary, state='absent',
+                      **undo)
     assert gone['changed'] and gone['runtimes'][0]['removed']
     assert not any('where containerd reads it' in w for w in gone.get('warnings', [])), gone['warnings']
     assert read(path, 'rb') == original and read(dropin, 'rb') == dropin_original
+    # the preview showed what the run then did, file by file
+    assert len(gone['diff']) == 2 and preview['diff'] == gone['diff'], (preview['diff'], gone['diff'])
+    assert [s['key'] for s in preview['settings']] == [s['key'] for s in gone['settings']]
 
 
 def test_a_drop_in_with_its_import_then_the_drop_in_alone(run_module, config):

@@ -105,9 +105,15 @@ def test_release_all_finds_the_records_of_a_drop_in(run_module, config):
     res = run_module('containerd_config', path=path, owner='gpu', containerd_bin=binary, settings=CDI,
                      runtimes=[dict(name='nvidia', options={'BinaryName': '/usr/bin/nvidia-container-runtime'})])
     assert 'enable_cdi = true' in read(dropin), res
-    gone = release(run_module, path, binary)
+    installed, dropin_installed = read(path, 'rb'), read(dropin, 'rb')
+    # check mode previews both files' undo (gpu_toolkit's uninstall in --check --diff) and writes nothing
+    preview = release(run_module, path, binary, check=True, diff=True)
+    assert preview['changed'] and sorted(preview['files']) == sorted([path, dropin]), preview
+    assert read(path, 'rb') == installed and read(dropin, 'rb') == dropin_installed
+    gone = release(run_module, path, binary, diff=True)
     assert gone['changed'] and gone['released']['tables'] == ['nvidia'] and len(gone['released']['settings']) == 1
     assert read(path, 'rb') == original and read(dropin, 'rb') == dropin_original
+    assert preview['diff'] == gone['diff'] and preview['released'] == gone['released']
 
 
 def test_release_all_with_state_present_is_refused(run_module, config):
