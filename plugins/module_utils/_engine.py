@@ -993,11 +993,15 @@ def transaction_result(module, ctx, edit, allow_plugin_override, load_test):
             if module.check_mode:
                 # nothing was written: the next step previews the next file, with this one's undo taken as done
                 # (config.toml comes last; a step that would change nothing ends the preview)
+                previewed = result.get('file')
+                if result.get('changed') and previewed in ctx.previewed:
+                    steps.pop()  # a file previewed already (config.toml by another name): nothing new
+                    break
                 if not result.get('changed'):
                     break
                 result['_wrote'] = True
-                ctx.previewed.add(result.get('file'))
-                if result.get('file') in (None, ctx.path):
+                ctx.previewed.add(previewed)
+                if previewed in (None, ctx.path):
                     break
                 continue
             if not result.get('_wrote') or not _owner_records_left(module, ctx):
