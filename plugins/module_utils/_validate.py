@@ -29,6 +29,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
     parse_error_message,
     parse_toml,
     split_bom,
+    version_text,
 )
 
 GLOB_CHARS = re.compile(r'[*?\[]')
@@ -250,7 +251,7 @@ def reads_v3(containerd_ver):
 
 def node_text(containerd_ver):
     """The node's containerd as the messages name it ("1.7"); "1.x" when unknown (1.x may read the file)."""
-    return '.'.join(str(x) for x in containerd_ver[:2]) if containerd_ver else '1.x'
+    return version_text((containerd_ver or ())[:2], '1.x')
 
 
 def _higher_version_fate(containerd_ver):
