@@ -23,7 +23,7 @@ wall times. Each converge must leave containerd running the nvidia
 and kata handlers (from `containerd config dump` on the node), and the site
 uninstall must give back the pristine bytes; otherwise the bench fails.
 
-Targets (issue 13, a quiet 2-core machine): no-op re-run <= 6 s, converge
+Targets (a quiet 2-core machine): no-op re-run <= 6 s, converge
 <= 10 s, and <= 2x the minimal playbook, judged on the wall times; printed
 with the machine's load; they are figures, not a test.
 

@@ -2,7 +2,7 @@
 (datetimes as ISO text) and the engine's import walk of it (the entries the
 file imports, as containerd_info and the coco role read them), for
 tests/compat/run.py to compare with tomllib. Every module_utils file is
-imported first: all node-side code is modules on them (issue 13), so each
+imported first: all node-side code is modules on them, so each
 must load on the node's Python and tomlkit.
 
     python parse_check.py COLLECTIONS_ROOT FILE...

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""containerd_baseline judged on what containerd runs (issue #12, point 5).
+"""containerd_baseline judged on what containerd runs.
 
 Real NVIDIA toolkit files (tests/fixtures/nvidia-ctk, written by the toolkit's
 own installer, d34b304 = v1.20.0-27) and the real containerd binaries: 1.6

@@ -567,7 +567,7 @@ def test_restore_keeps_a_dropin_adopted_as_it_was_before_the_baseline(config, ru
     assert done['removed_files'] == [] and os.path.exists(nydus)
 
 
-# ------------------------------------------------------------------ session 16: surviving mutants
+# ---------------------------------------------------------------- surviving mutants
 def test_a_snapshot_waits_for_the_configs_lock(config, run_module, base):
     """A snapshot reads the tree under config.toml's lock: an editor holding it makes the snapshot wait, then
     fail with the lock's own message, and nothing is stored."""

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """containerd_dropin at its edges: the validate command as given, its output in the message, the folder
 messages, the diff header of a new file, backup only when asked, a folder two owners created, an import
-listed twice. Each case was a surviving mutant of _dropin.py (session 16)."""
+listed twice. Each case was a surviving mutant of _dropin.py."""
 
 import json
 import os

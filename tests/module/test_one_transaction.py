@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Restore and repair go through the engine's transaction steps, as every edit does (issue 13, part 2).
+"""Restore and repair go through the engine's transaction steps, as every edit does.
 
 A foreign writer during a restore is caught at commit and the restore is
 started over, or refused after three tries, as for an edit; the `%s` rule

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Ownership across owners and hand edits (issue #18, gaps 1-3), through the modules.
+"""Ownership across owners and hand edits, through the modules.
 
 1. An owner's undo never overwrites a value someone changed since: the
    operator's value stays, with a warning.

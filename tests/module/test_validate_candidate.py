@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""`validate: auto` judges the candidate, not the live file (issue #18, gap 4).
+"""`validate: auto` judges the candidate, not the live file.
 
 The candidate below passes every built-in check (it parses, imports exist,
 the default runtime is defined) but containerd's own loader refuses it: a

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""config_snapshot with a custom state_dir (#14 part 5): the snapshot stores
+"""config_snapshot with a custom state_dir: the snapshot stores
 the ledger of that folder and a restore puts that ledger back, so the next run
 neither warns that it "rolled the ledger back" nor forgets what an owner added.
 

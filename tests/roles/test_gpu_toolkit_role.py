@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """gpu_toolkit through ansible-playbook (local connection) on a real config
-judged by the real containerd binaries (#13 parts 1, 3).
+judged by the real containerd binaries.
 
 The role reads the ledgers with containerd_info, and its modules take path,
 state_dir, lock_timeout, backup and owner from the module_defaults of the
@@ -241,7 +241,7 @@ def test_a_missing_or_not_executable_binary_is_refused_before_any_change(workdir
 
 def test_a_cdi_key_containerd_does_not_know_refuses_the_whole_set_before_any_change(workdir, config):
     """The runtime and enable_cdi are one containerd_config call: containerd 1.6 does not know enable_cdi, so
-    the call refuses the whole set before anything is written (until session 10 the runtime was written by a
+    the call refuses the whole set before anything is written (the runtime used to be written by a
     call of its own first and then rolled back). The host fails with the reason and says nothing was changed;
     the rollback after a change is molecule/gpu_toolkit's rescue.yml (a probe through a missing binary)."""
     path = config('v2_kubeadm.toml')

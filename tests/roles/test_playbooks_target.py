@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Every playbook, run as AWX runs a job template (ansible-runner: private data
 dir, inventory, extra vars only, no ansible.cfg of the checkout), refuses to
-run without `target` (#14 part 4): it fails naming the variable before any
+run without `target`: it fails naming the variable before any
 host is contacted, instead of falling back to every host in the inventory.
 """
 

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The baseline store's small rules called directly (_baseline): each case was a surviving mutant (session 16)."""
+"""The baseline store's small rules called directly (_baseline): each case was a surviving mutant."""
 
 import os
 

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""_baseline_states rules the mutation run of 05fad31 found untested (tests/mutation, session of the
+"""_baseline_states rules the mutation run of 05fad31 found untested (tests/mutation,
 A group): the checks a snapshot and a repair make before anything is asked or written, the warnings of a
 broken baseline, keep: 0, how often containerd is asked, which drop-in a repair writes and what from, the
 file a repair through a link names, and the file attributes a check-mode restore must predict.

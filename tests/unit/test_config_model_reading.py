@@ -4,7 +4,7 @@ only, a tomlkit too old, none at all), where a parse error is placed, which
 versions and layouts are read, and the document's view of the edits.
 
 test_config_model_parts.py holds the first cases of these rules; this file
-the ones issue #18's mutation run found untested.
+the ones a mutation run found untested.
 """
 
 import importlib.util

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """containerd 2.x reading version 2 CRI tables: the merged view (_effective) against 2.1's own `config dump`.
 
-Measured on containerd 2.1.9 (issue #18, helper G's findings re-measured):
+Measured on containerd 2.1.9:
 containerd merges every file first and migrates the merged version 2 CRI
 table only when the last file read with a version line says version = 2.
 Then image keys replace the images plugin's, runtime keys fill in only the

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""What an edit may ask the engine's Context about the node (issue #18):
+"""What an edit may ask the engine's Context about the node:
 which containerd binary (PATH first, then the usual install folders) and
 which version (the binary's; the containerd_version option only stands in
 where there is none, and a contradiction is refused).

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""An edit the engine moves to the drop-in that decides it (issue #18):
+"""An edit the engine moves to the drop-in that decides it:
 the drop-in is locked while it is checked, its candidate (not the file on
 disk) is what the built-in checks judge, the install says where it wrote
 and the uninstall does not, and an uninstall over two files reports both.

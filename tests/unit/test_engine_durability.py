@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The engine's write order, in process, with spies on os.fsync and os.rename (issue #18, gaps 5 and 6).
+"""The engine's write order, in process, with spies on os.fsync and os.rename.
 
 5. Durability of the rename: the temporary file is flushed before it is
    renamed over the config, and the folder is flushed after the rename (or
@@ -219,7 +219,7 @@ def test_crash_between_ledger_and_config_is_rolled_back(node, capsys, monkeypatc
         assert json.load(f)['records'] == []
 
 
-# ---------------------------------------------- never a crash after a write (#14)
+# ---------------------------------------------- never a crash after a write
 def test_a_failure_after_the_rename_reports_what_was_written(node, capsys, monkeypatch):
     """A failure once the config is renamed into place is not a bare traceback: it names the file written."""
     from ansible.module_utils.basic import AnsibleModule

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The load test inside an edit's check step (issue #18): what a test that
+"""The load test inside an edit's check step: what a test that
 passed but skipped plugins says, where the candidate is started, and how a
 failed test is refused under validate: load (the option's own failure)
 and under load_test: true (containerd_baseline's repair).

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The options every config-editing module shares (COMMON_ARGUMENT_SPEC) are
 the ones the nodeguard.containerd.common doc fragment documents, with the same
-type, default and aliases (issue #18): a user reads the defaults in the docs.
+type, default and aliases: a user reads the defaults in the docs.
 """
 
 import yaml

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The engine's refusals that no module test reaches (issue #18): an empty
+"""The engine's refusals that no module test reaches: an empty
 config, edit_in naming config.toml or a file that is not imported, an edit
 that keeps pointing at another file, validate: load on a node without
 containerd, create: true without a usable "containerd config default", a

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""What the engine reports and reads around a write (issue #18): a result
+"""What the engine reports and reads around a write: a result
 Ansible can send whatever the edit returned, the ledger records of a tree
 whose config.toml cannot be read, whether an uninstall goes on, and the
 owner/group/mode a candidate is created with.

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""containerd_info's parts at their edges (_info): each case was a surviving mutant (session 16).
+"""containerd_info's parts at their edges (_info): each case was a surviving mutant.
 
 The module tests run containerd_info on real trees; these pin what they
 reach only with common inputs: which `--version` word is taken as the

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Stateful property test of ownership (issue #18): several owners and an operator, in any order.
+"""Stateful property test of ownership: several owners and an operator, in any order.
 
 A hypothesis RuleBasedStateMachine drives the real modules (containerd_setting,
 containerd_runtime, containerd_imports, run in this process through the real
@@ -287,7 +287,7 @@ class OwnershipMachine(RuleBasedStateMachine):
         if setting:
             self._push(('setting', setting), 'operator', value)
 
-    # two rules that aim at the interleavings that matter most (issue #18, gaps 1 and 2)
+    # two rules that aim at the interleavings that matter most
     def _owned_hand_lines(self):
         return [n for n in sorted(HAND) if HAND[n][0]
                 and any(w != 'operator' for w, _v in self.stacks.get(('setting', HAND[n][0]), []))]

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The imports walk of the built-in checks (issue #18): where each
+"""The imports walk of the built-in checks: where each
 containerd looks for an entry, and that a bad file of the tree (an entry
 that is not a string, a file already loaded, an unreadable match, a byte
 order mark, a parse error, a higher version) is reported while the files

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""_validate's rules one by one (issue #18): the containerd version read
+"""_validate's rules one by one: the containerd version read
 from the binary, which config versions replace plugin tables, the k3s/RKE2
 refusal, the default runtime each containerd needs, what a replacing import
 loses, and the validate option's commands and messages.

@@ -1,4 +1,4 @@
-"""A mixed fleet rolled out as AWX runs job templates (issue 15 points 1-4).
+"""A mixed fleet rolled out as AWX runs job templates.
 
 ansible-runner with a private data dir: the playbooks as the project, the
 collection installed from its built tarball into the job's own collections
