@@ -61,7 +61,9 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger impor
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlLayoutError, dotted_path, plain
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     check_tree,
+    check_warnings,
     containerd_version,
+    copies_for_containerd,
     refuse_generated,
     refuse_unreadable_version,
     require_placeholder,
@@ -886,11 +888,19 @@ class EditTransaction(Transaction):
         if checked.problems:
             raise ConfigError('refusing to write %s: the new config would not load. %s Nothing was written.'
                               % (target.path, ' '.join(checked.problems)), key=None, check_errors=checked.problems)
+        for warning in check_warnings(self.path, main.doc.data if target is main else main.data_before,
+                                      ctx.containerd_version, overrides=overrides):
+            ctx.warn(warning)
         uid, gid, mode = _stat_owner(module, params) if target is main else (None, None, None)
         self.tmp = self.temp(target.write_path, target.new_bytes, mode=mode, uid=uid, gid=gid)
-        if target is main:
+        # an import of a file being replaced (a self-import: nvidia-ctk 1.17.8) names its candidate
+        candidate = copies_for_containerd(
+            self.view.files, {main.path: main.doc.text if target is main else main.text, target.path: target.doc.text},
+            {} if target is main else {target.path: self.tmp},
+            lambda path, text: self.temp(path, text.encode('utf-8')), ctx.containerd_version)
+        if candidate is None and target is main:
             candidate = self.tmp
-        else:
+        elif candidate is None:
             candidate = self.temp(main.path, _candidate_main(main, self.view, target, self.tmp))
         # a config that imports itself (nvidia-ctk 1.17.8 writes one) must see the candidate, not the old file
         as_path = ctx.path if os.path.exists(ctx.path) else None

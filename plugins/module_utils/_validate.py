@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import glob
 import os
 import re
@@ -131,6 +132,110 @@ def imports_not_a_list(path, value):
     return ('%s: "imports" must be an array of file paths, found %r: containerd refuses the whole config. Fix: '
             'write it as a list, imports = ["%s"].'
             % (path, value, value if isinstance(value, str) else '/etc/containerd/conf.d/*.toml'))
+
+
+def import_entries(data):
+    """The string entries of a file's imports list (nothing when it is not a list)."""
+    value = data.get('imports')
+    return [e for e in value if isinstance(e, str)] if isinstance(value, list) else []
+
+
+def imported_by(path, data, containerd_ver=None):
+    """The files a file's imports entries name, in order (globs expanded as the node's containerd does)."""
+    out = []
+    for entry in import_entries(data):
+        out.extend(f for f in expand_import(entry, path, containerd_ver) if f not in out)
+    return out
+
+
+def self_imports(path, data, containerd_ver=None):
+    """[path] when the file's imports name the file itself (an entry or a glob), else [].
+
+    NVIDIA's v1.17.8 installer writes imports = ["/etc/containerd/config.toml"]
+    at the top of the file it manages. containerd loads each file once, so the
+    entry adds nothing on the node; but a copy of the file at another path
+    (a candidate, a backup) reads the live file through it.
+    """
+    me = os.path.normpath(os.path.abspath(path))
+    return [me] if me in imported_by(me, data, containerd_ver) else []
+
+
+def self_import_warning(path):
+    """The one warning for a config that imports itself (readiness, baseline check and the edits say it)."""
+    return ('%s imports itself (imports lists its own path; NVIDIA\'s container toolkit before v1.18 writes '
+            'that): containerd loads each file once, so the entry adds nothing, but a copy of the file checked '
+            'at another path would read the live file through it; nodeguard validates its candidate with the '
+            'entry pointing at the candidate. Fix: remove the entry (containerd_imports entry: %s state: absent) '
+            'once the toolkit no longer manages the file.' % (path, path))
+
+
+def redirect_imports(text, data, path, moved, containerd_ver=None):
+    """The text of a file whose imports name files in moved ({path: copy}) at their copies, or None.
+
+    A glob that matches a moved file is spelled out (its matches in order) so
+    that the one match can be replaced.  Used on the copies the check step
+    hands to containerd: the candidate is read as it will be read in place.
+    """
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlText
+    entries, changed = [], False
+    for entry in (data.get('imports') if isinstance(data.get('imports'), list) else []):
+        files = expand_import(entry, path, containerd_ver) if isinstance(entry, str) else []
+        if not any(f in moved for f in files):
+            entries.append(entry)
+            continue
+        changed = True
+        entries.extend(moved.get(f, f) for f in files)
+    if not changed:
+        return None
+    doc = TomlText(text, copy.deepcopy(data))
+    doc.set_value(('imports',), entries)
+    return doc.text
+
+
+def copies_for_containerd(files, texts, committed, write, containerd_ver=None):
+    """The main copy to hand containerd so that it reads the candidate tree as it will be read in place.
+
+    files: [(path, data)] of the candidate tree in load order, main first;
+    texts: {path: text} of the files being replaced (main always);
+    committed: {path: temporary file} of candidates written already (a
+    drop-in's, renamed on commit); write(path, text) -> a temporary file
+    beside path.  containerd loads each path once, so a self-import adds
+    nothing in place; at a temporary path it would read the live file.
+    Returns None when no file of the tree imports a file being replaced.
+    """
+    main = files[0][0]
+    needs = [p for p, d in files if any(f in texts for f in imported_by(p, d, containerd_ver))]
+    if not needs:
+        return None
+    if needs == [main] and set(texts) == set([main]):
+        copy_path = write(main, texts[main])
+        return _rewrite(copy_path, redirect_imports(texts[main], files[0][1], main, {main: copy_path},
+                                                    containerd_ver))
+    moved = dict(committed)
+    for path, _data in files[1:]:
+        if path in needs:
+            moved[path] = write(path, '')
+    moved[main] = write(main, '')
+    for path, data in files[1:]:
+        if path in needs:
+            text = texts[path] if path in texts else _read_text(path)
+            _rewrite(moved[path], redirect_imports(text, data, path, moved, containerd_ver))
+    # config.toml with its imports spelled out (every file listed, each copy in its file's place)
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlText
+    doc = TomlText(texts[main], copy.deepcopy(files[0][1]))
+    doc.set_value(('imports',), [moved.get(p, p) for p, _d in files[1:]])
+    return _rewrite(moved[main], doc.text)
+
+
+def _read_text(path):
+    with open(path, 'rb') as f:
+        return split_bom(f.read().decode('utf-8'))[0]
+
+
+def _rewrite(path, text):
+    with open(path, 'wb') as f:
+        f.write(text.encode('utf-8'))
+    return path
 
 
 class ImportProblem(object):
@@ -384,6 +489,16 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
                       'runtime, or point default_runtime_name at one of: %s.'
                       % (main_path, said, why, ', '.join(sorted(runtimes)) or '(none defined)'))
     return errors
+
+
+def check_warnings(main_path, main_data, containerd_ver, overrides=None):
+    """What the built-in checks warn of in a candidate tree without refusing it (each message names its file)."""
+    files, _problems = load_tree(main_path, main_data, containerd_ver, overrides=overrides)
+    warnings = []
+    for path, data in files:
+        if self_imports(path, data, containerd_ver):
+            warnings.append(self_import_warning(path))
+    return warnings
 
 
 # The validate option: auto (the node's "containerd config dump"), load (that
