@@ -137,6 +137,23 @@ options:
     description: File attributes (as shown by C(lsattr)) of the config, as for M(ansible.builtin.file).
     type: str
     aliases: [attr]
+  secret_keys:
+    description:
+      - Dotted TOML paths of config values that are secrets, beside those nodeguard knows, the registry credentials
+        C(password), C(auth) and C(identitytoken) of C(plugins."io.containerd.grpc.v1.cri".registry.configs.<host>.auth)
+        in version 2 and of C(plugins."io.containerd.cri.v1.images".registry.configs.<host>.auth) in versions 3 and 4,
+        and the same keys under the older C(registry.auths.<host>) tables.
+      - A C(*) part stands for any one key, for example C(plugins."io.containerd.grpc.v1.cri".registry.configs.*.tls.key_file);
+        a path that names a table makes every value under it a secret.
+      - Every secret value of the config, of each drop-in it imports, of the candidate and of the ledger is masked
+        as C(********) wherever it would appear in the task's output (C(diff), C(msg), warnings, return values, the
+        task's own arguments), also in check mode; a changed secret is named in C(secrets_changed) and in a
+        warning, never shown. A setting whose key is a secret path is masked in the task's arguments without
+        C(no_log). Whole values are masked, so a user name (not a secret) stays readable.
+      - See C(docs/secrets.md).
+    type: list
+    elements: str
+    default: []
 notes:
   - Writes are atomic. The new content goes to a temporary file in the config's folder, is flushed,
     renamed over the config, and the folder is flushed. A crash leaves the old file or the new one.
@@ -145,6 +162,28 @@ notes:
     then applied again on the new content, up to three times.
 requirements:
   - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
+'''
+
+    # The secret paths, for the modules that take only some of the common options.
+    SECRETS = r'''
+options:
+  secret_keys:
+    description:
+      - Dotted TOML paths of config values that are secrets, beside those nodeguard knows, the registry credentials
+        C(password), C(auth) and C(identitytoken) of C(plugins."io.containerd.grpc.v1.cri".registry.configs.<host>.auth)
+        in version 2 and of C(plugins."io.containerd.cri.v1.images".registry.configs.<host>.auth) in versions 3 and 4,
+        and the same keys under the older C(registry.auths.<host>) tables.
+      - A C(*) part stands for any one key, for example C(plugins."io.containerd.grpc.v1.cri".registry.configs.*.tls.key_file);
+        a path that names a table makes every value under it a secret.
+      - Every secret value of the config, of each drop-in it imports, of the candidate and of the ledger is masked
+        as C(********) wherever it would appear in the task's output (C(diff), C(msg), warnings, return values, the
+        task's own arguments), also in check mode; a changed secret is named in C(secrets_changed) and in a
+        warning, never shown. A setting whose key is a secret path is masked in the task's arguments without
+        C(no_log). Whole values are masked, so a user name (not a secret) stays readable.
+      - See C(docs/secrets.md).
+    type: list
+    elements: str
+    default: []
 '''
 
     # The group's editing options, accepted without effect by the read-only

@@ -229,6 +229,23 @@ def atomic_write(path, data, mode=None, uid=None, gid=None):
         raise
 
 
+def makedirs_private(folder):
+    """Create folder and each missing folder above it with mode 0700 (only root reads what nodeguard keeps there).
+
+    os.makedirs gives its mode to the last folder only: a state_dir created on
+    the way to its ledger folder would be 0755. Existing folders are left as they are.
+    """
+    folder = os.path.abspath(folder)
+    if os.path.isdir(folder):
+        return
+    makedirs_private(os.path.dirname(folder))
+    try:
+        os.mkdir(folder, 0o700)
+    except OSError as exc:
+        if exc.errno != errno.EEXIST or not os.path.isdir(folder):
+            raise
+
+
 def remove_quietly(path):
     try:
         os.unlink(path)

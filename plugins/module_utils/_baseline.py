@@ -36,8 +36,11 @@ import stat
 import tempfile
 import time
 
+from ansible_collections.nodeguard.containerd.plugins.module_utils import _secrets as secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
+    atomic_write,
     fsync_dir,
+    makedirs_private,
     read_bytes,
     sha256_bytes,
 )
@@ -307,6 +310,7 @@ class Baseline(object):
                               'config.' % (where, rec['path'], 'missing' if raw is None else
                                            'not what was recorded (checksum mismatch)'), key='name')
         self._cache[rec['path']] = raw
+        _note_secrets(raw)
         return raw
 
     def read_all(self):
@@ -333,6 +337,7 @@ class Baseline(object):
             why = 'missing' if raw is None else 'checksum mismatch'
             raise ConfigError('the config dump copy in baseline %s is damaged (%s). Nothing was written. Fix: take '
                               'a new snapshot (overwrite: true).' % (self.folder, why), key='name')
+        _note_secrets(raw)
         try:
             return parse_toml(raw.decode('utf-8'))
         except (TomlParseError, UnicodeDecodeError):
@@ -363,7 +368,7 @@ class Store(object):
             if not create:
                 return None
             try:
-                os.makedirs(self.root, 0o700)
+                makedirs_private(self.root)  # the folders above the store too (state_dir): 0700
             except OSError as exc:
                 if exc.errno != errno.EEXIST:
                     raise ConfigError('cannot create the baseline store %s (%s). Fix: run as root (become: true) '
@@ -521,6 +526,14 @@ class Store(object):
         return True
 
 
+def _note_secrets(raw):
+    """A stored copy's secrets are masked in the module's output (a restore's diff quotes the copy)."""
+    try:
+        secrets.note_data(parse_toml(raw.decode('utf-8-sig')))
+    except Exception:  # not TOML (a drop-in being repaired): nothing to learn from it
+        return
+
+
 def _write_flushed(path, data):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -530,3 +543,68 @@ def _write_flushed(path, data):
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# ------------------------------------------------------------------ a copy to fetch
+def export_copy(folder, dest, patterns, exact=False, check_mode=False):
+    """Copy every snapshot of a baseline folder under dest, each secret value replaced by ******** unless exact.
+
+    The copies are what leaves the node (fetched to the controller, published
+    with a job): the node's own baseline stays exact for restore. The secret
+    values are those of every stored TOML file (the patterns: containerd's
+    registry credentials and the user's secret_keys) and the secret priors a
+    stored ledger keeps; each is replaced in every file, the manifest and the
+    ledger too. Folders are 0700, files 0600. Returns [(relative path,
+    number of values masked)].
+    """
+    stored = _stored_files(folder)
+    values = set()
+    for _rel, raw in stored:
+        values.update(_secret_values_of(raw, patterns))
+    out = []
+    for rel, raw in stored:
+        masked = 0
+        if not exact:
+            for value in sorted(values, key=len, reverse=True):
+                needle = value.encode('utf-8')
+                masked += raw.count(needle)
+                raw = raw.replace(needle, secrets.MASK.encode('utf-8'))
+        out.append((rel, masked))
+        if not check_mode:
+            target = os.path.join(dest, rel)
+            makedirs_private(os.path.dirname(target))
+            atomic_write(target, raw, mode=0o600)
+    return out
+
+
+def _stored_files(folder):
+    """[(path relative to folder, bytes)] of the regular files under a baseline folder (no link, no temp)."""
+    out = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(TMP_PREFIX) and not d.startswith('.')
+                         and not os.path.islink(os.path.join(root, d)))
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if name.startswith('.') or os.path.islink(path) or not os.path.isfile(path):
+                continue
+            raw = read_bytes(path)
+            if raw is not None:
+                out.append((os.path.relpath(path, folder), raw))
+    return out
+
+
+def _secret_values_of(raw, patterns):
+    """The secret values a stored file holds: a TOML file's, or the key records' of a ledger copy."""
+    try:
+        text = raw.decode('utf-8-sig')
+    except UnicodeDecodeError:
+        return set()
+    try:
+        return secrets.secret_values(parse_toml(text), patterns)
+    except Exception:  # not TOML: a ledger copy, the manifest
+        pass
+    try:
+        records = json.loads(text).get('records') or []
+    except (ValueError, AttributeError):
+        return set()
+    return secrets.record_values(records, patterns)

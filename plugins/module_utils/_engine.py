@@ -58,6 +58,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger impor
     file_identity,
     ledger_key,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils import _secrets as secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlLayoutError, dotted_path, plain
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     check_tree,
@@ -104,6 +105,8 @@ COMMON_ARGUMENT_SPEC = dict(
     setype=dict(type='str'),
     selevel=dict(type='str'),
     attributes=dict(type='str', aliases=['attr']),
+    # dotted TOML paths of values masked in every output (beside containerd's registry credentials)
+    secret_keys=dict(type='list', elements='str', default=[], no_log=False),
 )
 
 
@@ -138,6 +141,12 @@ class Context(object):
         self._version = False
         self._always_missing = frozenset(allowed_missing)
         self._missing_ok = set(self._always_missing)
+        # every secret this run reads or is given goes to module.no_log_values: masked in all its output
+        try:
+            secrets.bind(module)
+        except secrets.SecretKeyError as exc:
+            module.fail_json(msg=str(exc))
+        note_tree_secrets(path)
 
     @property
     def containerd_bin(self):
@@ -194,6 +203,18 @@ class Context(object):
     def _begin_edit(self):
         # each run of the edit says again what it allows
         self._missing_ok = set(self._always_missing)
+
+
+def note_tree_secrets(path):
+    """The secrets of config.toml and its drop-ins as they are now, before anything can quote them."""
+    try:
+        if not path or os.path.getsize(path) > MAX_CONFIG_BYTES:
+            return
+        files = load_effective(path, ConfigDocument(path, _decode(path, read_bytes(path) or b'')).data, None).files
+    except Exception:  # an unreadable tree: the module's own steps name the problem
+        return
+    for _file, data in files:
+        secrets.note_data(data)
 
 
 def _target_path(module, path):
@@ -361,6 +382,7 @@ def _read_config(module, ctx, path, main_version=None):
         created = True
     refuse_generated(path, text)
     doc = ConfigDocument(path, text, default_version=main_version)
+    secrets.note_data(doc.data)
     if is_main:
         refuse_unreadable_version(path, doc.version, ctx.containerd_version)
     if bom:
@@ -829,6 +851,8 @@ class EditTransaction(Transaction):
             self.opened = True
         self.main = _read_config(module, self.ctx, self.path)
         self.view_before = load_effective(self.path, self.main.doc.data, self.ctx.containerd_version)
+        for _path, data in self.view_before.files:
+            secrets.note_data(data)  # the drop-ins too: a diff or a message may quote them
 
     def build(self):
         """Run the edit where containerd reads it; verify the text says what it meant; its effects and diff."""
@@ -845,6 +869,7 @@ class EditTransaction(Transaction):
         doc = target.doc
         if doc.changed:
             doc.verify()
+        _note_secrets(ctx, result, target)
         self.view = _view_of_candidate(ctx, main, target)
         self.effects = effects_of(self.view, target.path, changes)
         if module._diff and target.file_changed:
@@ -960,6 +985,16 @@ class EditTransaction(Transaction):
         self.result['changed'] = module.set_fs_attributes_if_different(_file_args(module, target.path), True) \
             if target is main else True
         return True
+
+
+def _note_secrets(ctx, result, target):
+    """The candidate's secrets are masked too; a secret the edit changes is named (its value shows as ********)."""
+    secrets.note_data(target.doc.data)
+    changed = secrets.changed_secrets(target.data_before, target.doc.data, secrets.patterns())
+    if changed:
+        result['secrets_changed'] = changed
+        ctx.warn('%s: the secret value of %s %s (shown as %s)' % (
+            target.path, ', '.join(changed), 'would change' if ctx.module.check_mode else 'changed', secrets.MASK))
 
 
 def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_override=False, load_test=None):

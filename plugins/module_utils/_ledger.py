@@ -31,8 +31,10 @@ import os
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
     atomic_write,
     clean_stale_temps,
+    makedirs_private,
     read_bytes,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils import _secrets as secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import raw_values_match
 
 FORMAT = 1
@@ -94,6 +96,8 @@ class Ledger(object):
                                   'aside and take a fresh containerd_baseline snapshot; owners recorded '
                                   'in it can then not be uninstalled automatically.'
                                   % (ledger.path, config_path, exc))
+        # a prior the ledger keeps may be a secret the file no longer has
+        secrets.note_records(ledger.records + list((ledger.previous or {}).get('records') or []))
         ledger._saved_state = ledger._state()
         return ledger
 
@@ -226,7 +230,7 @@ class Ledger(object):
             'records': self.records,
             'previous': self._saved_state,
         }
-        os.makedirs(os.path.dirname(self.path), 0o700, exist_ok=True)
+        makedirs_private(os.path.dirname(self.path))  # state_dir too: 0700, as the ledger folder
         clean_stale_temps(self.path)  # left by a run killed in atomic_write; we hold the config's lock
         atomic_write(self.path, (json.dumps(data, indent=1, sort_keys=True) + '\n').encode('utf-8'),
                      mode=0o600)

@@ -57,6 +57,7 @@ author:
   - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - nodeguard.containerd.common.secrets
 attributes:
   check_mode:
     support: full
@@ -648,7 +649,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_states import main as run
 
 COMMON_OPTIONS = ('path', 'backup', 'validate', 'containerd_bin', 'containerd_version', 'lock_timeout', 'state_dir',
-                  'follow', 'mode', 'file_owner', 'group', 'seuser', 'serole', 'setype', 'selevel', 'attributes')
+                  'follow', 'mode', 'file_owner', 'group', 'seuser', 'serole', 'setype', 'selevel', 'attributes',
+                  'secret_keys')
 
 
 def main():

@@ -30,6 +30,7 @@ author:
   - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - nodeguard.containerd.common.secrets
 attributes:
   check_mode:
     support: full
@@ -218,7 +219,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     run_logic,
 )
 
-SHARED = ('path', 'state_dir', 'validate', 'backup', 'lock_timeout', 'containerd_bin', 'containerd_version', 'owner')
+SHARED = ('path', 'state_dir', 'validate', 'backup', 'lock_timeout', 'containerd_bin', 'containerd_version', 'owner',
+          'secret_keys')
 
 
 def main():

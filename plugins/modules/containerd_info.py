@@ -36,6 +36,7 @@ author:
   - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - nodeguard.containerd.common.secrets
   - nodeguard.containerd.common.group_read_only
 attributes:
   check_mode:
@@ -496,7 +497,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
 from ansible_collections.nodeguard.containerd.plugins.module_utils._info import InfoError, gather
 
 # the options every module of the action group shares (meta/runtime.yml)
-COMMON_OPTIONS = ('path', 'state_dir', 'containerd_bin', 'containerd_version', 'lock_timeout', 'validate', 'backup')
+COMMON_OPTIONS = ('path', 'state_dir', 'containerd_bin', 'containerd_version', 'lock_timeout', 'validate', 'backup',
+                  'secret_keys')
 
 
 def main():

@@ -48,6 +48,7 @@ requirements:
   - systemd (C(systemctl)), and C(ctr) beside the containerd binary or in PATH
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - nodeguard.containerd.common.secrets
   - nodeguard.containerd.common.group_read_only
 attributes:
   check_mode:
@@ -442,7 +443,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_re
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_restart import pending, restart
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_service import DEFAULT_ADDRESS, wait_ready
 
-COMMON_OPTIONS = ('path', 'state_dir', 'containerd_bin', 'containerd_version', 'lock_timeout', 'validate', 'backup')
+COMMON_OPTIONS = ('path', 'state_dir', 'containerd_bin', 'containerd_version', 'lock_timeout', 'validate', 'backup',
+                  'secret_keys')
 
 
 def step_check(module, ctx, p, version_text):

@@ -25,7 +25,7 @@ PACKAGE = 'ansible_collections.nodeguard.containerd.plugins.'
 # (layer, name, rules): a rule ending in '*' is a prefix, else the exact file name (without .py)
 LAYERS = [
     (0, 'text and files', ['_toml_text', '_atomic']),
-    (1, 'the config document and the ledger', ['_config_model', '_ledger']),
+    (1, 'the config document and the ledger', ['_config_model', '_ledger', '_secrets']),
     (2, 'what containerd does: checks, merged view, load test', ['_validate', '_effective', '_preflight']),
     (3, 'edits and comparisons (pure: a document in, a document out)',
      ['_ownership', '*_edit', '_baseline_drift', '_baseline_repair']),

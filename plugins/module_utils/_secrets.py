@@ -1,0 +1,280 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one redaction rule: which config values are secrets, and how they are kept out of output.
+
+containerd keeps registry credentials in its CRI (v2) or images (v3, v4)
+plugin's ``registry.configs."<host>".auth`` tables (and in the older
+``registry.auths."<host>"``): ``password``, ``auth`` and ``identitytoken``
+are secrets; ``username`` is not (masking a short common word would mangle
+every message it appears in). A user adds paths of their own with the
+``secret_keys`` option: dotted TOML paths where ``*`` stands for one key,
+and a path that names a table makes every value under it a secret.
+
+Modules hand every secret value they read to ``module.no_log_values``
+(``bind`` once, then ``note_data`` for each file read or built): Ansible then
+masks those values wherever they appear in the module's output (diffs,
+messages, warnings, return values, the invocation's arguments), in check
+mode too. Files written on the controller (fetched baselines, reports) go
+through ``redact_text`` / ``redact``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
+    TomlLayoutError,
+    dotted_path,
+    parse_dotted_key,
+    parse_raw_value,
+    plain,
+    render_value,
+)
+
+MASK = '********'
+SECRET_FIELDS = ('password', 'auth', 'identitytoken')
+REGISTRY_PLUGINS = ('io.containerd.grpc.v1.cri', 'io.containerd.cri.v1.images')
+BUILTIN_PATTERNS = tuple(
+    [('plugins', plugin, 'registry', 'configs', '*', 'auth', field)
+     for plugin in REGISTRY_PLUGINS for field in SECRET_FIELDS]
+    + [('plugins', plugin, 'registry', 'auths', '*', field) for plugin in REGISTRY_PLUGINS for field in SECRET_FIELDS]
+)
+
+# the module of this process (one module per process), and what was noted before it was bound
+_STATE = {'module': None, 'patterns': BUILTIN_PATTERNS, 'pending': set()}
+
+
+class SecretKeyError(ValueError):
+    pass
+
+
+def parse_patterns(secret_keys):
+    """The built-in secret paths plus the user's (dotted TOML paths, ``*`` for one key)."""
+    patterns = list(BUILTIN_PATTERNS)
+    for text in secret_keys or []:
+        try:
+            parts = split_pattern(str(text))
+        except ValueError as exc:
+            raise SecretKeyError('secret_keys: %r is not a dotted TOML path (%s). Fix: write it as containerd\'s '
+                                 'config spells it, for example plugins."io.containerd.grpc.v1.cri".registry.'
+                                 'configs.*.auth.password' % (text, exc))
+        if parts and parts not in patterns:
+            patterns.append(parts)
+    return tuple(patterns)
+
+
+def split_pattern(text):
+    """A dotted TOML path whose bare ``*`` parts stand for any one key: its parts."""
+    parts, pos, text = [], 0, text.strip()
+    while pos <= len(text):
+        while pos < len(text) and text[pos] in ' \t':
+            pos += 1
+        if pos < len(text) and text[pos] in '"\'':
+            end = text.find(text[pos], pos + 1)
+            while text[pos] == '"' and end > 0 and text[end - 1] == '\\':
+                end = text.find('"', end + 1)
+            if end < 0:
+                raise ValueError('unterminated quote at offset %d' % pos)
+            raw = text[pos:end + 1]
+            parts.append(json.loads(raw) if raw[0] == '"' else raw[1:-1])
+            pos = end + 1
+        else:
+            end = text.find('.', pos)
+            end = len(text) if end < 0 else end
+            part = text[pos:end].strip()
+            if not part or not all(c.isalnum() or c in '_-' for c in part) and part != '*':
+                raise ValueError('bad key %r at offset %d' % (part, pos))
+            parts.append(part)
+            pos = end
+        while pos < len(text) and text[pos] in ' \t':
+            pos += 1
+        if pos < len(text) and text[pos] != '.':
+            raise ValueError('"." expected at offset %d' % pos)
+        pos += 1
+    return tuple(parts)
+
+
+def _covers(pattern, path):
+    """pattern names path itself or a table above it."""
+    if len(pattern) > len(path):
+        return False
+    return all(p == '*' or p == k for p, k in zip(pattern, path))
+
+
+def is_secret_path(path, patterns=None):
+    patterns = _STATE['patterns'] if patterns is None else patterns
+    return any(_covers(p, tuple(path)) for p in patterns)
+
+
+def secret_leaves(data, patterns=None, prefix=()):
+    """[(path, value)] of every secret value in data (plain or tomlkit dicts), in document order."""
+    out = []
+    if not isinstance(data, dict):
+        return out
+    for key, value in data.items():
+        path = prefix + (str(key),)
+        if isinstance(value, dict):
+            out.extend(secret_leaves(value, patterns, path))
+        elif is_secret_path(path, patterns):
+            out.append((path, value))
+    return out
+
+
+def _plain(value):
+    if value is None:
+        return None
+    try:
+        return plain(value)
+    except TomlLayoutError:
+        return str(value)
+
+
+def _forms(value):
+    """The texts a secret value may be written as: itself, its TOML and JSON escaped spellings."""
+    value = _plain(value)
+    if isinstance(value, (list, tuple)):
+        return [f for v in value for f in _forms(v)]
+    if isinstance(value, dict) or value is None or isinstance(value, bool):
+        return []
+    text = value if isinstance(value, str) else str(value)
+    forms = set([text])
+    if isinstance(value, str):
+        forms.add(render_value(value)[1:-1])
+        forms.add(json.dumps(value)[1:-1])
+    return [f for f in forms if f.strip()]
+
+
+def secret_values(data, patterns=None):
+    """Every text under which data's secret values may appear."""
+    out = set()
+    for _path, value in secret_leaves(data, patterns):
+        out.update(_forms(value))
+    return out
+
+
+# ------------------------------------------------------------ the module's no_log_values
+def bind(module):
+    """The module of this run: its secret_keys, and every value noted so far, into its no_log_values."""
+    _STATE['module'] = module
+    _STATE['patterns'] = parse_patterns(module.params.get('secret_keys'))
+    module.no_log_values.update(_STATE['pending'])
+    _STATE['pending'] = set()
+    note_params(module.params)
+
+
+def patterns():
+    return _STATE['patterns']
+
+
+def note_values(values):
+    module = _STATE['module']
+    if module is None:
+        _STATE['pending'].update(values)
+    else:
+        module.no_log_values.update(values)
+
+
+def note_data(data):
+    """data's secret values (a file read, a candidate built) are masked in this run's output."""
+    note_values(secret_values(data))
+
+
+def raw_values(path, raw, patterns=None):
+    """The texts of a raw TOML value recorded for a key (a ledger's prior or value) when the key is a secret."""
+    if not isinstance(raw, str) or not isinstance(path, (list, tuple)) or not is_secret_path(path, patterns):
+        return set()
+    try:
+        return set(_forms(parse_raw_value(raw)))
+    except Exception:  # not a value text: masked as written
+        return set([raw])
+
+
+def record_values(records, patterns=None):
+    """The secret priors and values a ledger's key records hold."""
+    out = set()
+    for rec in records or []:
+        if isinstance(rec, dict):
+            for field in ('prior', 'value'):
+                out.update(raw_values(rec.get('path'), rec.get(field), patterns))
+    return out
+
+
+def note_records(records):
+    note_values(record_values(records))
+
+
+def note_text(text):
+    """The secret values of a TOML text (a drop-in's content given as an option)."""
+    try:
+        import tomlkit
+        data = plain(tomlkit.parse(text))
+    except Exception:  # not TOML (the module says so later): nothing to learn from it
+        return
+    note_data(data)
+
+
+def note_params(params):
+    """Secrets a task gives in its own arguments: a setting whose key is a secret path, a drop-in's content."""
+    settings = list(params.get('settings') or [])
+    if params.get('key') is not None:
+        settings.append(dict(key=params.get('key'), value=params.get('value'), raw=params.get('raw')))
+    for entry in settings:
+        if not isinstance(entry, dict) or entry.get('value') is None:
+            continue
+        try:
+            path = parse_dotted_key(str(entry.get('key')))
+        except (TomlLayoutError, ValueError, IndexError):
+            continue
+        if is_secret_path(path):
+            note_values(_forms(entry['value']))
+    contents = [params.get('content')] + [d.get('content') for d in params.get('dropins') or []
+                                          if isinstance(d, dict)]
+    for content in contents:
+        if isinstance(content, str):
+            note_text(content)
+    # a drop-in the task replaces or removes: its diff quotes the old text, which no import may reach
+    dropins = [params.get('dropin')] + list(params.get('dropins') or [])
+    for path in [d.get('path') if isinstance(d, dict) else d for d in dropins]:
+        note_file(path)
+
+
+def note_file(path, limit=4 * 1024 * 1024):
+    """The secrets of a TOML file on the node (bounded: a huge file is refused later anyway)."""
+    try:
+        if not isinstance(path, str) or not os.path.isfile(path) or os.path.getsize(path) > limit:
+            return
+        with open(path, 'rb') as f:
+            text = f.read().decode('utf-8-sig')
+    except (IOError, OSError, UnicodeDecodeError):
+        return
+    note_text(text)
+
+
+# ------------------------------------------------------------ what changed, redacted copies
+def changed_secrets(before, after, patterns=None):
+    """Dotted paths of the secret values that differ between two documents' data (added, removed, changed)."""
+    old = dict(secret_leaves(before or {}, patterns))
+    new = dict(secret_leaves(after or {}, patterns))
+    return [dotted_path(p) for p in sorted(set(old) | set(new)) if _plain(old.get(p)) != _plain(new.get(p))]
+
+
+def redact_text(text, values):
+    """text with every occurrence of each secret value replaced by MASK (longest first: no half-masked value)."""
+    for value in sorted(values, key=len, reverse=True):
+        text = text.replace(value, MASK)
+    return text
+
+
+def redact(value, values):
+    """A result or report (dicts, lists, strings) with every secret value replaced by MASK."""
+    if isinstance(value, dict):
+        return dict((k, redact(v, values)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [redact(v, values) for v in value]
+    if isinstance(value, str):
+        return redact_text(value, values)
+    return value
