@@ -78,6 +78,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership im
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     file_version,
     refuse_unreadable_version,
+    self_import_warning,
+    self_imports,
 )
 
 _VERSION_WORD = re.compile(r'^v?\d+\.\d+')
@@ -171,6 +173,13 @@ def _judge(module, ctx, path, data, load_test=None):
     params = module.params
     return judge(ctx, path, data, params.get('validate'),
                  params.get('load_test', True) if load_test is None else load_test)
+
+
+def _warn_self_import(module, path, data, ctx):
+    """A config that imports itself (NVIDIA's toolkit before 1.18 writes one) is named: it works, but it
+    is the toolkit's mark on the file, and it makes a copy checked elsewhere read the live file."""
+    for me in self_imports(path, data or {}, ctx.containerd_version):
+        module.warn(self_import_warning(me))
 
 
 def _warn_unjudged(module, path, validated):
@@ -405,6 +414,7 @@ def do_check(module, store, path, load_test=None, ctx=None):
     ctx = ctx or Context(module, path)
     judged = _judge(module, ctx, path, cmp.main.data, load_test=load_test)
     _warn_unjudged(module, path, judged.as_dict())
+    _warn_self_import(module, path, cmp.main.data, ctx)
     problems = judged.problems + cmp.tree.problems
     records, edrift, _view_now = _effective_now(module, ctx, baseline, path, cmp.main.data, protect, judged)
     _in_effect_note(cmp.protected_drift, records, path)
