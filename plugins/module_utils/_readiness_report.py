@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.nodeguard.containerd.plugins.module_utils import _secrets as secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_drift import (
     baseline_check,
     evaluate_drift,
@@ -239,7 +240,8 @@ def readiness(ctx, p, version_text, check_mode):
     drift = _check_drift(add, info, p, drift_result)
     kube = _check_kubernetes(add, p)
     failed = [c['name'] for c in checks.items if c['status'] == 'fail' and c['required']]
-    return dict(
+    # the report is also written to report_path, which Ansible's masking never sees: no secret in it
+    return secrets.redact_noted(dict(
         ok=not failed, failed=failed,
         warnings=[c['name'] for c in checks.items if c['status'] == 'fail' and not c['required']],
         summary='%d passed, %d failed, %d skipped' % (checks.count('pass'), checks.count('fail'), checks.count('skip')),
@@ -250,4 +252,4 @@ def readiness(ctx, p, version_text, check_mode):
                         startup_seconds=wait.get('startup_seconds'), waited_seconds=wait.get('waited_seconds'),
                         start_limit_hit=wait.get('start_limit_hit'), reset_failed_done=wait.get('reset_failed_done'),
                         imports=info['tree'].report()),
-        probes=probes, drift=drift, kubernetes=kube)
+        probes=probes, drift=drift, kubernetes=kube))

@@ -36,6 +36,9 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text im
 )
 
 MASK = '********'
+# Ansible masks a no-log value wherever it appears in the output: a value of 1-3 characters would mangle every
+# message (a one-letter value masks that letter everywhere), so such a value is not masked (docs/secrets.md)
+MIN_LENGTH = 4
 SECRET_FIELDS = ('password', 'auth', 'identitytoken')
 REGISTRY_PLUGINS = ('io.containerd.grpc.v1.cri', 'io.containerd.cri.v1.images')
 BUILTIN_PATTERNS = tuple(
@@ -45,7 +48,7 @@ BUILTIN_PATTERNS = tuple(
 )
 
 # the module of this process (one module per process), and what was noted before it was bound
-_STATE = {'module': None, 'patterns': BUILTIN_PATTERNS, 'pending': set()}
+_STATE = {'module': None, 'patterns': BUILTIN_PATTERNS, 'pending': set(), 'noted': set()}
 
 
 class SecretKeyError(ValueError):
@@ -145,7 +148,7 @@ def _forms(value):
     if isinstance(value, str):
         forms.add(render_value(value)[1:-1])
         forms.add(json.dumps(value)[1:-1])
-    return [f for f in forms if f.strip()]
+    return [f for f in forms if len(f.strip()) >= MIN_LENGTH]
 
 
 def secret_values(data, patterns=None):
@@ -171,6 +174,7 @@ def patterns():
 
 
 def note_values(values):
+    _STATE['noted'].update(values)
     module = _STATE['module']
     if module is None:
         _STATE['pending'].update(values)
@@ -254,6 +258,27 @@ def note_file(path, limit=4 * 1024 * 1024):
     note_text(text)
 
 
+def mark_secret_value(argument_spec):
+    """argument_spec with ``value`` a no_log option when the task's ``key`` is a secret path.
+
+    AnsibleModule logs its arguments to the node's journal while it starts,
+    before bind() could note anything; a no_log option is logged (and returned
+    in the invocation) as a placeholder. Read from the task's arguments, which
+    Ansible parses once and keeps; anything unreadable is left to
+    AnsibleModule to report.
+    """
+    try:
+        from ansible.module_utils.basic import _load_params
+        params = _load_params()
+        patterns = parse_patterns(params.get('secret_keys'))
+        path = parse_dotted_key(str(params['key'])) if params.get('key') is not None else None
+    except BaseException:  # AnsibleModule reads the same arguments and says what is wrong with them
+        return argument_spec
+    if path is not None and params.get('value') is not None and is_secret_path(path, patterns):
+        argument_spec = dict(argument_spec, value=dict(argument_spec['value'], no_log=True))
+    return argument_spec
+
+
 # ------------------------------------------------------------ what changed, redacted copies
 def changed_secrets(before, after, patterns=None):
     """Dotted paths of the secret values that differ between two documents' data (added, removed, changed)."""
@@ -267,6 +292,11 @@ def redact_text(text, values):
     for value in sorted(values, key=len, reverse=True):
         text = text.replace(value, MASK)
     return text
+
+
+def redact_noted(value):
+    """value (a report written to a file, which Ansible's masking never sees) without any secret noted in this run."""
+    return redact(value, _STATE['noted'])
 
 
 def redact(value, values):
