@@ -15,8 +15,11 @@ win), and merges them by its own version's rules (facts note, measured on
   file read with a version line says version = 2 (``migrate_merged_v2``),
   also when the main file says version = 2 and a version 3 drop-in comes
   later; otherwise only the gRPC server's own keys of that table are read
-  (from a version 3 file as well); a version-less drop-in that uses version
-  2 plugin ids is ignored.
+  (from a version 3 file as well); a drop-in without a version line merges
+  as written (version 1's ``cri`` id renamed): its version 2 CRI tables
+  are migrated with the others or not at all, its version 3 tables count
+  (measured on 2.1: such a runtime table stops the migration of a version
+  2 drop-in's runtimes).
 - every version: a file whose ``imports`` is not a list is refused.
 
 The view keeps, for every key, the file its value came from, so a module can
@@ -57,6 +60,9 @@ _V2_IMAGES_KEYS = ('registry', 'image_decryption', 'max_concurrent_downloads', '
 _V2_IMAGES_CONTAINERD_KEYS = ('snapshotter', 'disable_snapshot_annotations', 'discard_unpacked_layers')
 _V2_GRPC_KEYS = ('disable_tcp_service', 'stream_server_address', 'stream_server_port', 'stream_idle_timeout',
                  'enable_tls_streaming', 'x509_key_pair_streaming')
+
+
+NOT_MIGRATED = 'a version 3 file is read after it, and containerd 2.x then migrates no version 2 CRI table'
 
 
 def translate_v2_path(path):
@@ -104,7 +110,7 @@ def migrate_merged_v2(merged, origin, migrate=True, order=()):
         if new[1] == CRI_V2:
             _set(keep, old[2:], value)  # the gRPC plugin reads these as they are
         elif not migrate:
-            why = 'a version 3 file is read after it, and containerd 2.x then migrates no version 2 CRI table'
+            why = NOT_MIGRATED
         elif old[2] == 'containerd' and old[-1] in _V2_IMAGES_CONTAINERD_KEYS and not has_runtimes:
             why = ('containerd 2.x moves containerd.%s of a version 2 CRI table to the images plugin only when '
                    'that table has a runtimes table' % old[-1])
@@ -206,6 +212,7 @@ class EffectiveConfig(object):
         self.ignored = []       # (file, reason) containerd skips
         self.unread = {}        # (file, merged path): why containerd 2.x does not read that version 2 key
         self._last_version = self.main_version  # of the last file read that has a version line
+        self._last_versioned = main_path
         for index, (path, data) in enumerate(self.files):
             self._merge_file(index, path, data)
         if not self.replace:
@@ -213,6 +220,16 @@ class EffectiveConfig(object):
             # plugin's table, which keeps only its own keys: from a version 3 file too (measured on 2.1)
             self.unread = migrate_merged_v2(self.merged, self.origin, self._last_version == 2,
                                             [p for p, _d in self.files])
+            order = [p for p, _d in self.files]
+            for (path, key), why in list(self.unread.items()):
+                if why == NOT_MIGRATED and order.index(path) > order.index(self._last_versioned):
+                    self.unread[(path, key)] = ('it has no version line, and the last file read with one (%s) says '
+                                                'version = %d, so containerd 2.x migrates no version 2 CRI table'
+                                                % (self._last_versioned, self._last_version))
+                elif why == NOT_MIGRATED:
+                    self.unread[(path, key)] = ('a version 3 file is read after it (%s, the last with a version '
+                                                'line), and containerd 2.x then migrates no version 2 CRI table'
+                                                % self._last_versioned)
             versions = dict((p, file_version(d)) for p, d in self.files)
             for (path, key) in [k for k in self.unread if versions.get(k[0], 2) >= 3]:
                 # measured on 2.1: the version 2 plugin id in a version 3 file is the gRPC plugin's, which
@@ -228,22 +245,25 @@ class EffectiveConfig(object):
         if index and version > self.main_version and not (self.migrates and version == 3):
             self.ignored.append((path, 'version = %d is higher than the main file\'s %d' % (version, self.main_version)))
             return None
-        if self.replace or self.main_version == 2:
-            if version == 1:
-                plugins = dict(data.get('plugins') or {})
-                if 'cri' in plugins:  # version 1's CRI plugin id
-                    plugins[CRI_V2] = plugins.pop('cri')
-                return dict(data, plugins=plugins)
-            self._last_version = version  # on 2.x: a version 3 file read last stops the migration
-            return data
-        # containerd 2.x
-        if version == 1:
+        if version == 1 and not index and not self.replace and self.main_version != 2:
             if 'plugins' in data:
                 self.ignored.append((path, 'no version line: containerd 2.x reads it as version 1 and ignores its '
                                            'plugins tables'))
             return dict((k, v) for k, v in data.items() if k != 'plugins')
-        # a version 2 file merges as written; migrate_merged_v2 reads the merged CRI table at the end
+        if version == 1:
+            # no version line: merged as written, version 1's CRI plugin id renamed (measured on 1.6, 1.7 and
+            # 2.1); on 2.x its version 2 CRI tables are migrated with the others when the last file with a
+            # version line says version = 2, and its version 3 tables merge as they are
+            plugins = data.get('plugins')
+            if isinstance(plugins, dict) and 'cri' in plugins:
+                plugins = dict(plugins)
+                plugins[CRI_V2] = plugins.pop('cri')
+                return dict(data, plugins=plugins)
+            return data
+        # a version 2 file merges as written; on 2.x migrate_merged_v2 reads the merged CRI table at the end,
+        # which a version 3 file read last stops
         self._last_version = version
+        self._last_versioned = path
         return data
 
     def _merge_file(self, index, path, data):
@@ -329,6 +349,15 @@ class EffectiveConfig(object):
             if path[:n] in self.origin:
                 return self.origin[path[:n]]
         return None
+
+    def files_behind(self, path):
+        """The files whose values containerd runs at path or under it (merged layout)."""
+        path = tuple(path)
+        found = set(f for p, f in self.origin.items() if p[:len(path)] == path and len(p) > len(path))
+        source = self.source_of(path)
+        if source and self.value(path) is not None:
+            found.add(source)
+        return found
 
     def plugin_owner(self, plugin_id):
         """The file whose plugins.<id> table containerd uses (1.x: the last one defining it)."""

@@ -10,7 +10,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError, Layout
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import EditElsewhere
+from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import EditElsewhere, load_effective
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     file_version,
     load_tree,
@@ -104,14 +104,29 @@ def _defined_in_imports(doc, name, ctx=None):
     config.toml and the other drop-ins count too.
     """
     files = getattr(ctx, 'tree_files', None)
+    ver = getattr(ctx, 'containerd_version', None)
     if files is None:
-        files, _problems = load_tree(doc.path, doc.data)
+        files, _problems = load_tree(doc.path, doc.data, ver)
+    view = None
     for path, data in files:
         version = file_version(data)
         runtimes = get_in(data, Layout(version).runtimes) if version in (2, 3, 4) else None
         if path != doc.path and isinstance(runtimes, dict) and name in runtimes:
-            return path, runtimes[name]
+            view = view or _tree_view(files, ver)
+            # a definition containerd does not run there (a version 2 drop-in's runtimes under a version 3
+            # file's on 2.x; a plugin table a later file replaces on 1.x) is no home for the edit; a file
+            # containerd refuses or skips whole is (the check names it)
+            if view is None or path in [p for p, _why in view.ignored] \
+                    or path in view.files_behind(view.read_path(Layout(version).runtime(name), path)):
+                return path, runtimes[name]
     return None, None
+
+
+def _tree_view(files, ver):
+    try:
+        return load_effective(files[0][0], files[0][1], ver, overrides=dict(files[1:]))
+    except ConfigError:
+        return None  # the engine names what is wrong with the tree
 
 
 def _holds_wanted(table, width, wanted):
