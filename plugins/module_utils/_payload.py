@@ -13,6 +13,11 @@ removed completely. Remove deletes exactly what the manifest owns.
 
 Check mode runs the same plan and writes nothing: ``plan_*`` return what
 would change, ``apply_*`` do it.
+
+Archives: gzip, xz and bzip2 through ``tarfile``; zstd (kata 3.21 and later
+ship ``kata-static-<version>-<arch>.tar.zst``) through ``tarfile`` on Python
+3.14+, else the ``zstandard`` package, else the node's ``zstd`` program,
+streamed (``ZstdStream``): no uncompressed copy is written anywhere.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,8 +25,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import io
 import json
 import os
+import subprocess
+import sys
 import tarfile
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
@@ -43,6 +51,162 @@ LISTED = 100
 
 class PayloadError(Exception):
     pass
+
+
+# ------------------------------------------------------------------ zstd
+ZSTD_MAGIC = b'\x28\xb5\x2f\xfd'
+ZSTD_FIX = ('Fix: install zstd on the node (Debian/Ubuntu: apt-get install zstd; RHEL/Fedora: dnf install zstd) '
+            'or the zstandard Python package, or give a .tar.xz / .tar.gz payload.')
+
+
+def is_zstd(path):
+    with open(path, 'rb') as f:
+        return f.read(4) == ZSTD_MAGIC
+
+
+def tarfile_reads_zstd():
+    """Python 3.14+ reads .tar.zst itself."""
+    return 'zst' in getattr(tarfile.TarFile, 'OPEN_METH', {})
+
+
+def find_zstd():
+    """The zstd program in PATH, or None."""
+    for folder in os.environ.get('PATH', '').split(os.pathsep):
+        candidate = os.path.join(folder or '.', 'zstd')
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def zstd_opener(archive):
+    """A function giving a fresh decompressed stream of archive (read from its start), and what it uses."""
+    try:
+        import zstandard  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        zstandard = None
+    if zstandard is not None:
+        return (lambda: _PackageStream(zstandard, archive)), 'zstandard'
+    binary = find_zstd()
+    if binary is not None:
+        return (lambda: _ProgramStream(binary, archive)), binary
+    raise PayloadError('the payload archive %s is zstd-compressed (.tar.zst, as kata ships since 3.21) and this node '
+                       'cannot read zstd: Python %d.%d\'s tarfile reads it only from 3.14, the zstandard package is '
+                       'not installed and there is no zstd program in PATH. Nothing was written. %s'
+                       % (archive, sys.version_info[0], sys.version_info[1], ZSTD_FIX))
+
+
+class _PackageStream(object):
+    """The zstandard package's decompressing reader over the archive."""
+
+    def __init__(self, zstandard, archive):
+        self._file = open(archive, 'rb')
+        self._reader = zstandard.ZstdDecompressor().stream_reader(self._file, read_size=CHUNK)
+
+    def read(self, size):
+        return self._reader.read(size)
+
+    def close(self):
+        self._reader.close()
+        self._file.close()
+
+
+class _ProgramStream(object):
+    """`zstd -dc ARCHIVE`'s output; a failure (damaged archive) is raised at its end, with zstd's words."""
+
+    def __init__(self, binary, archive):
+        self._archive = archive
+        # a stream read chunk by chunk while zstd runs: run_command would hold the whole output in memory
+        self._proc = subprocess.Popen([binary, '-dcq', '--', archive], stdin=subprocess.DEVNULL,  # pylint: disable=consider-using-with,ansible-bad-function
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=CHUNK)
+
+    def read(self, size):
+        data = self._proc.stdout.read(size)
+        if not data:
+            err = self._proc.stderr.read().decode('utf-8', 'replace').strip()
+            if self._proc.wait() != 0:
+                raise IOError('zstd cannot decompress %s: %s' % (self._archive, err or 'exit %d' % self._proc.returncode))
+        return data
+
+    def close(self):
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.stdout.close()
+        self._proc.stderr.close()
+        self._proc.wait()
+
+
+class ZstdStream(io.RawIOBase):
+    """The decompressed tar as a seekable file for tarfile: forward seeks read ahead, a backward seek starts the
+    decompression again. tarfile reads the member list once (the checks), then each member's data in archive
+    order, so a payload is decompressed about twice and never stored uncompressed."""
+
+    def __init__(self, opener):
+        io.RawIOBase.__init__(self)
+        self._opener = opener
+        self._stream = opener()
+        self._pos = 0
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self._pos
+
+    def readinto(self, buf):
+        data = self._stream.read(len(buf))
+        buf[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        if whence == io.SEEK_CUR:
+            offset += self._pos
+        elif whence != io.SEEK_SET:
+            raise io.UnsupportedOperation('a zstd stream cannot seek from its end')
+        if offset < self._pos:
+            self._stream.close()
+            self._stream = self._opener()
+            self._pos = 0
+        while self._pos < offset:
+            data = self._stream.read(min(CHUNK, offset - self._pos))
+            if not data:
+                break
+            self._pos += len(data)
+        return self._pos
+
+    def close(self):
+        if not self.closed:
+            self._stream.close()
+        io.RawIOBase.close(self)
+
+
+class _StreamTarFile(tarfile.TarFile):
+    """A TarFile that closes the stream it was opened on (tarfile leaves a given fileobj open)."""
+    stream = None
+
+    def close(self):
+        try:
+            tarfile.TarFile.close(self)
+        finally:
+            if self.stream is not None:
+                self.stream.close()
+
+
+def open_archive(archive):
+    """The archive as an open tarfile (any compression tarfile reads, and zstd)."""
+    if is_zstd(archive) and not tarfile_reads_zstd():
+        stream = io.BufferedReader(ZstdStream(zstd_opener(archive)[0]), CHUNK)
+        try:
+            tar = _StreamTarFile.open(fileobj=stream, mode='r:')
+        except Exception:
+            stream.close()
+            raise
+        tar.stream = stream
+        return tar
+    return tarfile.open(archive, 'r:*')
 
 
 # ------------------------------------------------------------------ manifest
@@ -128,7 +292,7 @@ def read_members(archive, root):
     """
     root = clean_rel(root or '')
     try:
-        tar = tarfile.open(archive, 'r:*')
+        tar = open_archive(archive)
     except (IOError, OSError, tarfile.TarError) as exc:
         raise PayloadError('cannot read the payload archive %s: %s' % (archive, exc))
     entries, order = {}, []
@@ -169,6 +333,40 @@ def read_members(archive, root):
     dirs = sorted((r for r in order if entries[r]['type'] == 'dir'), key=lambda r: (r.count('/'), r))
     rest = [r for r in order if entries[r]['type'] != 'dir']
     return tar, [entries[r] for r in dirs + rest]
+
+
+# kata's layout under /opt/kata: the Go runtime (kata 3.x's default) and runtime-rs (4.x's default) side by side
+GO_SHIM = 'bin/containerd-shim-kata-v2'
+RS_SHIM = 'runtime-rs/bin/containerd-shim-kata-v2'
+CONFIG_DIR = 'share/defaults/kata-containers'
+RS_CONFIG_DIR = CONFIG_DIR + '/runtime-rs'
+
+
+def _configurations(rels, folder):
+    """The shim names of folder/configuration-<shim>.toml among rels."""
+    out = []
+    for rel in rels:
+        head, name = os.path.split(rel)
+        if head == folder and name.startswith('configuration-') and name.endswith('.toml'):
+            out.append(name[len('configuration-'):-len('.toml')])
+    return sorted(out)
+
+
+def describe_layout(rels):
+    """Which kata runtimes a payload (paths relative to dest) carries: each shim and its configurations."""
+    rels = set(rels)
+    return dict(go=dict(shim=GO_SHIM if GO_SHIM in rels else None, configurations=_configurations(rels, CONFIG_DIR)),
+                rs=dict(shim=RS_SHIM if RS_SHIM in rels else None, configurations=_configurations(rels, RS_CONFIG_DIR)))
+
+
+def layout_text(layout):
+    """The layout in words, for an error message."""
+    parts = []
+    for key, what, folder in (('go', 'Go runtime', CONFIG_DIR), ('rs', 'runtime-rs', RS_CONFIG_DIR)):
+        part = layout[key]
+        parts.append('%s: shim %s, configurations in %s/ for %s' % (
+            what, part['shim'] or 'none', folder, ', '.join(part['configurations']) or 'no shim'))
+    return '; '.join(parts)
 
 
 def sha256_file(path):
@@ -330,11 +528,13 @@ def install(params, check_mode):
             save_manifest(manifest_path, manifest)
     finally:
         tar.close()
+    layout = describe_layout(new_owned)
     if missing:
         raise PayloadError('the payload from %s does not provide %s. Nothing in containerd\'s config was changed. '
-                           'Fix: use a kata payload that has these files, or adjust require (coco_runtime_classes / '
-                           'coco_shim_path).' % (archive, ', '.join(missing)))
-    return dict(changed=bool(installed or updated or removed), dest=dest,
+                           'The payload has %s. Fix: use a kata payload that has these files, or adjust require '
+                           '(coco_runtime_classes: a class\'s runtime, go or rs, picks the shim and the folder of its '
+                           'configuration; coco_shim_path).' % (archive, ', '.join(missing), layout_text(layout)))
+    return dict(changed=bool(installed or updated or removed), dest=dest, layout=layout,
                 entries=len(entries), installed=installed[:LISTED], installed_count=len(installed),
                 updated=updated[:LISTED], updated_count=len(updated), removed=removed[:LISTED],
                 removed_count=len(removed), archive_sha256=archive_sha, manifest=manifest_path,

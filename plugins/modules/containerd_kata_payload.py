@@ -48,8 +48,12 @@ options:
     default: present
   archive:
     description:
-      - The payload tarball on the node (any compression C(tarfile) reads, for example kata-deploy's
-        C(kata-static-<version>-amd64.tar.xz)). Required with O(state=present).
+      - The payload tarball on the node. Required with O(state=present).
+      - C(.tar.gz), C(.tar.xz) and C(.tar.bz2) (kata up to 3.20, C(kata-static-<version>-amd64.tar.xz)) are read by
+        Python's C(tarfile); C(.tar.zst) (kata 3.21 and later, 4.x) by C(tarfile) on Python 3.14+, else by the
+        C(zstandard) Python package, else by the node's C(zstd) program, decompressed as a stream (no uncompressed
+        copy is written). Without any of them the module fails naming the fix (install C(zstd)).
+      - The compression is recognised by the file's first bytes, not its name.
     type: path
   dest:
     description:
@@ -90,6 +94,12 @@ options:
     type: float
     default: 30
 notes:
+  - Kata 4.x's layout is recognised beside 3.x's - the Go shim C(bin/containerd-shim-kata-v2) with its configurations in
+    C(share/defaults/kata-containers/), the runtime-rs shim C(runtime-rs/bin/containerd-shim-kata-v2) with its
+    configurations in C(share/defaults/kata-containers/runtime-rs/) (for example C(configuration-dragonball.toml)).
+    RV(layout) says which the payload has, and a missing O(require) path is reported with it.
+  - A C(.tar.zst) payload read through C(zstd) is decompressed about twice (once to check every member before
+    anything is written, once to install), never stored uncompressed.
   - Files are streamed from the archive, never held in memory whole (a real kata payload has files of hundreds of
     MB). Temporary files are named like those of the config writes, so a run killed mid-file leaves nothing that
     the next run does not remove.
@@ -105,6 +115,14 @@ EXAMPLES = r'''
       - bin/containerd-shim-kata-v2
       - share/defaults/kata-containers/configuration-qemu.toml
   register: payload
+  become: true
+
+- name: Unpack a kata 4.x payload (zstd; the node needs zstd or the zstandard package below Python 3.14)
+  nodeguard.containerd.containerd_kata_payload:
+    archive: /var/lib/nodeguard/coco/payload/kata-static-4.0.0-amd64.tar.zst
+    require:
+      - runtime-rs/bin/containerd-shim-kata-v2
+      - share/defaults/kata-containers/runtime-rs/configuration-dragonball.toml
   become: true
 
 - name: Remove exactly what was installed
@@ -160,6 +178,16 @@ removed_count:
   description: How many paths were removed.
   returned: always
   type: int
+layout:
+  description:
+    - The kata runtimes the payload carries (paths relative to O(dest)) - C(go) (kata 3.x's default runtime) and
+      C(rs) (runtime-rs, kata 4.x's default), each with its shim (V(null) when absent) and the shim names of its
+      C(configuration-<shim>.toml) files.
+  returned: state=present and the archive was read
+  type: dict
+  sample:
+    go: {shim: bin/containerd-shim-kata-v2, configurations: [qemu, qemu-coco-dev, qemu-nvidia-gpu, qemu-snp, qemu-tdx]}
+    rs: {shim: runtime-rs/bin/containerd-shim-kata-v2, configurations: [cloud-hypervisor, dragonball, qemu-runtime-rs]}
 archive_sha256:
   description: SHA-256 of O(archive), recorded in the manifest.
   returned: state=present

@@ -2,22 +2,47 @@
 # Build a stand-in kata payload tarball, laid out like kata-deploy's /opt/kata,
 # for the coco role's tests (no VM, no real kata here).
 #
-#   tests/standins/make_kata_payload.sh OUT.tar.gz [SHIM]...
-#   (default shims: qemu qemu-coco-dev qemu-tdx qemu-snp)
+#   tests/standins/make_kata_payload.sh [--layout 3|4] OUT.tar.{gz,xz,zst} [SHIM]...
+#   (default shims: qemu qemu-coco-dev qemu-tdx qemu-snp; with --layout 4
+#   also dragonball and qemu-runtime-rs)
+#
+# The compression follows OUT's name: .tar.gz (gzip -n), .tar.xz (kata up to
+# 3.20), .tar.zst (kata 3.21 and later, 4.x; needs zstd).
 #
 # Contents (paths relative to /):
 #   opt/kata/bin/containerd-shim-kata-v2      the shim stand-in (runs the runc shim)
 #   opt/kata/share/defaults/kata-containers/configuration-<shim>.toml
 #   opt/kata/share/defaults/kata-containers/configuration.toml -> configuration-qemu.toml
 #   opt/kata/VERSION                          "nodeguard-standin"
-# The tarball is reproducible (fixed mtimes and owners, gzip -n).
+# --layout 4 (kata 4.x: runtime-rs beside the Go runtime) adds
+#   opt/kata/runtime-rs/bin/containerd-shim-kata-v2   the same stand-in
+#   opt/kata/share/defaults/kata-containers/runtime-rs/configuration-<shim>.toml
+#                                             for the runtime-rs shims (dragonball,
+#                                             cloud-hypervisor, *-runtime-rs)
+# The tarball is reproducible (fixed mtimes and owners, no names or times in
+# the compressed stream).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-[ $# -ge 1 ] || { echo "usage: $0 OUT.tar.gz [SHIM]..." >&2; exit 2; }
+layout=3
+if [ "${1:-}" = --layout ]; then
+    layout=${2:-}
+    shift 2
+fi
+case "$layout" in 3 | 4) ;; *) echo "--layout must be 3 or 4" >&2; exit 2 ;; esac
+[ $# -ge 1 ] || { echo "usage: $0 [--layout 3|4] OUT.tar.{gz,xz,zst} [SHIM]..." >&2; exit 2; }
 out=$1
 shift
+case "$out" in
+    *.tar.gz | *.tgz) compress=(gzip -n) ;;
+    *.tar.xz) compress=(xz -T1 -c) ;;
+    *.tar.zst) compress=(zstd -q -c --no-progress) ;;
+    *) echo "$out: the name must end in .tar.gz, .tar.xz or .tar.zst" >&2; exit 2 ;;
+esac
 shims=("$@")
-[ ${#shims[@]} -gt 0 ] || shims=(qemu qemu-coco-dev qemu-tdx qemu-snp)
+if [ ${#shims[@]} -eq 0 ]; then
+    shims=(qemu qemu-coco-dev qemu-tdx qemu-snp)
+    [ "$layout" = 3 ] || shims+=(dragonball qemu-runtime-rs)
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -26,10 +51,20 @@ defaults=$root/opt/kata/share/defaults/kata-containers
 install -d -m 0755 "$root/opt/kata/bin" "$defaults"
 install -m 0755 "$HERE/containerd-shim-kata-v2" "$root/opt/kata/bin/containerd-shim-kata-v2"
 echo nodeguard-standin >"$root/opt/kata/VERSION"
+if [ "$layout" = 4 ]; then
+    install -d -m 0755 "$root/opt/kata/runtime-rs/bin" "$defaults/runtime-rs"
+    install -m 0755 "$HERE/containerd-shim-kata-v2" "$root/opt/kata/runtime-rs/bin/containerd-shim-kata-v2"
+fi
 
 for shim in "${shims[@]}"; do
+    folder=$defaults
     case "$shim" in
-        clh*) hypervisor=clh ;;
+        dragonball | cloud-hypervisor | *-runtime-rs)
+            [ "$layout" = 4 ] || { echo "$shim is a runtime-rs shim: use --layout 4" >&2; exit 2; }
+            folder=$defaults/runtime-rs ;;
+    esac
+    case "$shim" in
+        clh* | cloud-hypervisor) hypervisor=clh ;;
         fc*) hypervisor=firecracker ;;
         dragonball*) hypervisor=dragonball ;;
         *) hypervisor=qemu ;;
@@ -38,7 +73,7 @@ for shim in "${shims[@]}"; do
         *-tdx | *-snp | *-coco-dev | *-se) confidential=true ;;
         *) confidential=false ;;
     esac
-    cat >"$defaults/configuration-$shim.toml" <<TOML
+    cat >"$folder/configuration-$shim.toml" <<TOML
 # Stand-in kata-containers configuration for the "$shim" shim.
 # nodeguard test payload: the shim stand-in ignores this file and runs the
 # runc shim; no virtual machine is started.
@@ -65,6 +100,6 @@ if [ -e "$defaults/configuration-qemu.toml" ]; then
 fi
 
 mkdir -p "$(dirname "$out")"
-tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$root" -cf - opt | gzip -n >"$out.part"
+tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$root" -cf - opt | "${compress[@]}" >"$out.part"
 mv "$out.part" "$out"
-echo "$out: kata stand-in payload for shims: ${shims[*]}"
+echo "$out: kata stand-in payload (layout $layout) for shims: ${shims[*]}"

@@ -1,0 +1,109 @@
+# -*- coding: utf-8 -*-
+"""_payload's zstd reading, in process: the decompressed stream as a seekable file for tarfile (forward seeks read
+ahead, a backward seek starts the decompression again), hard links read back, the zstd program's processes ended,
+a damaged archive named, and the layout of a kata payload recognised. Archives are made with the real zstd."""
+
+import io
+import os
+import subprocess
+
+import pytest
+
+from conftest import make_tar
+from ansible_collections.nodeguard.containerd.plugins.module_utils import _payload
+from ansible_collections.nodeguard.containerd.plugins.module_utils._payload import (
+    PayloadError,
+    ZstdStream,
+    describe_layout,
+    install,
+    read_members,
+)
+
+BIG = os.urandom(3 << 20)  # more than a few CHUNKs, so seeks cross reads
+
+
+def zst(tmp_path, members):
+    plain = make_tar(tmp_path / 'p.tar', members, 'w')
+    subprocess.run(['zstd', '-q', '--rm', plain, '-o', plain + '.zst'], check=True)
+    return plain + '.zst'
+
+
+MEMBERS = [('opt/kata/bin/a', 'file', b'alpha\n', 0o755), ('opt/kata/bin/big', 'file', BIG, 0o644),
+           ('opt/kata/bin/b', 'hard', 'opt/kata/bin/a', 0o755),
+           ('opt/kata/share/x', 'link', '../bin/a', 0o777)]
+
+
+def test_members_read_in_any_order_through_the_zstd_program(tmp_path):
+    archive = zst(tmp_path, MEMBERS)
+    assert _payload.zstd_opener(archive)[1] == _payload.find_zstd()
+    tar, entries = read_members(archive, 'opt/kata')
+    try:
+        by_rel = dict((e['rel'], e) for e in entries)
+        # big after a, then a again (the hard link b reads a's data: a backward seek)
+        assert tar.extractfile(by_rel['bin/big']['member']).read() == BIG
+        assert tar.extractfile(by_rel['bin/b']['member']).read() == b'alpha\n'
+        assert tar.extractfile(by_rel['bin/a']['member']).read() == b'alpha\n'
+        assert by_rel['share/x'] == dict(rel='share/x', type='link', target='../bin/a')
+    finally:
+        tar.close()
+    # the decompressor of the last pass is gone with the tar
+    proc = tar.stream.raw._stream._proc
+    assert proc.returncode is not None
+
+
+def test_the_stream_seeks_forward_by_reading_and_back_by_starting_again():
+    opened = []
+
+    class Source(object):
+        def __init__(self):
+            self.data = io.BytesIO(bytes(range(256)) * 4)
+            opened.append(self)
+
+        def read(self, n):
+            return self.data.read(n)
+
+        def close(self):
+            pass
+
+    stream = ZstdStream(Source)
+    assert stream.seek(300) == 300 and stream.read(2) == bytes([44, 45]) and len(opened) == 1
+    assert stream.seek(10) == 10 and stream.read(1) == bytes([10]) and len(opened) == 2
+    assert stream.seek(5, io.SEEK_CUR) == 16 and len(opened) == 2
+    with pytest.raises(io.UnsupportedOperation):
+        stream.seek(0, io.SEEK_END)
+    # past the end: stays at the end, as a short read would
+    assert stream.seek(5000) == 1024
+
+
+def test_a_damaged_archive_is_named(tmp_path):
+    path = zst(tmp_path, MEMBERS)
+    with open(path, 'rb') as f:
+        data = f.read()
+    with open(path, 'wb') as f:
+        f.write(data[:len(data) // 3])
+    with pytest.raises(PayloadError) as err:
+        read_members(path, 'opt/kata')
+    assert str(err.value).startswith('cannot read the payload archive %s' % path)
+
+
+def test_install_from_zstd_equals_install_from_gzip(tmp_path):
+    results = []
+    for name, archive in (('gz', make_tar(tmp_path / 'p.tar.gz', MEMBERS)), ('zst', zst(tmp_path, MEMBERS))):
+        params = dict(archive=archive, dest=str(tmp_path / name / 'opt' / 'kata'), root='opt/kata',
+                      manifest=str(tmp_path / name / 'm.json'), require=['bin/b'])
+        res = install(params, False)
+        results.append((sorted(res['installed']), res['layout']))
+        with open(os.path.join(params['dest'], 'bin', 'big'), 'rb') as f:
+            assert f.read() == BIG
+    assert results[0] == results[1]
+
+
+def test_layouts_are_told_apart():
+    three = ['bin/containerd-shim-kata-v2', 'share/defaults/kata-containers/configuration-qemu.toml',
+             'share/defaults/kata-containers/configuration.toml']
+    four = three + ['runtime-rs/bin/containerd-shim-kata-v2',
+                    'share/defaults/kata-containers/runtime-rs/configuration-dragonball.toml']
+    assert describe_layout(three) == dict(go=dict(shim='bin/containerd-shim-kata-v2', configurations=['qemu']),
+                                          rs=dict(shim=None, configurations=[]))
+    assert describe_layout(four)['rs'] == dict(shim='runtime-rs/bin/containerd-shim-kata-v2',
+                                               configurations=['dragonball'])
