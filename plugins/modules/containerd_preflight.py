@@ -29,6 +29,10 @@ description:
   - Read-only. It writes nothing on the host, so it also runs in check mode, and never reports a change.
   - Needs root and C(unshare) (util-linux). When the test cannot be made, the module fails with
     RV(status=cannot_run); it never passes silently.
+  - With O(runtime_classes), it first checks that the node can run each kata runtime class (C(/dev/kvm), the
+    C(vhost_vsock) and C(vhost_net) modules, Intel TDX or AMD SEV-SNP where the class's name asks for one) and
+    fails with RV(status=refused), naming each class and what is missing, before any load test. O(load_test=false)
+    runs only that check.
 author:
   - nodeguard maintainers (@nodeguard)
 requirements:
@@ -71,6 +75,52 @@ options:
         on 2.x.
     type: list
     elements: str
+  load_test:
+    description:
+      - Start containerd on O(path). V(false) runs only the O(runtime_classes) check.
+    type: bool
+    default: true
+  runtime_classes:
+    description:
+      - Kata runtime classes whose needs the node must meet. Each need is read from the kernel, never guessed -
+        C(kvm) the character device C(/dev/kvm); C(vhost_vsock), C(vhost_net) the module loaded or built in
+        (C(/sys/module/<name>)), its device node (C(/dev/vhost-vsock), C(/dev/vhost-net)) or a module of the running
+        kernel (C(/lib/modules/<release>/modules.dep)); C(tdx) the kvm_intel parameter
+        C(/sys/module/kvm_intel/parameters/tdx) = C(Y) (Linux 6.16+); C(snp) the kvm_amd parameter
+        C(/sys/module/kvm_amd/parameters/sev_snp) = C(Y) (Linux 6.11+); C(se) (IBM Secure Execution)
+        C(/sys/firmware/uv/prot_virt_host) = C(1). The CPU flags C(tdx_host_platform) and C(sev_snp) of
+        C(/proc/cpuinfo) are named in the message beside a missing C(tdx) or C(snp).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The class (the runtime handler's name), for example V(kata-qemu-tdx).
+        type: str
+        required: true
+      shim:
+        description:
+          - The kata shim; by default the name without C(kata-). Its needs - C(kvm), C(vhost_vsock) and
+            C(vhost_net) for every shim but C(remote) (peer pods, the VM runs elsewhere), plus C(tdx), C(snp)
+            or C(se) when a C(-)-separated word of the shim is one of them (C(qemu-tdx), C(qemu-nvidia-gpu-snp),
+            C(qemu-se)).
+        type: str
+      needs:
+        description: The needs, instead of those the shim's name implies (V([]) checks nothing for this class).
+        type: list
+        elements: str
+        choices: [kvm, vhost_vsock, vhost_net, tdx, snp, se]
+  node_root:
+    description:
+      - The folder under which C(/dev), C(/sys), C(/proc) and C(/lib/modules) are read for O(runtime_classes)
+        (tests point it at a folder laid out like a node).
+    type: path
+    default: /
+  kernel_release:
+    description:
+      - The kernel release whose C(/lib/modules/<release>) lists the loadable modules; by default the running
+        kernel's (C(uname -r)).
+    type: str
 notes:
   - Cost is about one containerd start, a few tenths of a second (see C(docs/preflight.md) for measured figures).
   - The result is the daemon's own verdict on the merged config. Whether a device snapshotter named by
@@ -98,6 +148,15 @@ EXAMPLES = r'''
   register: preflight
   failed_when: preflight.status not in ['ok', 'cannot_run']
 
+- name: Refuse kata classes this node cannot run, before changing anything (no load test)
+  nodeguard.containerd.containerd_preflight:
+    load_test: false
+    runtime_classes:
+      - name: kata-qemu
+      - name: kata-qemu-tdx
+      - name: kata-remote
+        shim: remote
+
 - name: Require a plugin of your own as well
   nodeguard.containerd.containerd_preflight:
     required_plugins:
@@ -117,6 +176,7 @@ status:
     - V(failed) the daemon refused the config, or a required plugin is not C(ok).
     - V(timeout) no answer within O(timeout).
     - V(cannot_run) the test could not be made (not root, no C(unshare), no binary, no such file).
+    - V(refused) a runtime class of O(runtime_classes) cannot run on this node (no load test was made).
   returned: always
   type: str
   sample: failed
@@ -126,7 +186,7 @@ path:
   type: str
 containerd_bin:
   description: The containerd binary that was started.
-  returned: always
+  returned: when the load test ran
   type: str
 containerd_version:
   description: Its version, from C(--version).
@@ -135,16 +195,16 @@ containerd_version:
   sample: 1.6.20
 required:
   description: Status of each required plugin (V(ok), V(error), V(skip), or V(missing) when not listed).
-  returned: always
+  returned: when the load test ran
   type: dict
   sample: {"io.containerd.grpc.v1.cri": "error"}
 plugins:
   description: Status of every plugin the daemon listed.
-  returned: always
+  returned: when the load test ran
   type: dict
 errors:
   description: What failed, naming the file, the plugin and containerd's own error text.
-  returned: always
+  returned: when the load test ran
   type: list
   elements: str
   sample:
@@ -154,17 +214,17 @@ errors:
       `default_runtime_name = "runc"`
 plugin_warnings:
   description: Plugins that are not required and failed to load.
-  returned: always
+  returned: when the load test ran
   type: list
   elements: str
 not_checked:
   description: What the test deliberately did not exercise, and why.
-  returned: always
+  returned: when the load test ran
   type: list
   elements: str
 seconds:
   description: Wall time of the test.
-  returned: always
+  returned: when the load test ran
   type: float
 method:
   description: Where the plugin list came from, V(ctr) or V(log).
@@ -172,14 +232,30 @@ method:
   type: str
 log_tail:
   description: The last lines of containerd's log.
-  returned: always
+  returned: when the load test ran
   type: str
+capabilities:
+  description: Per runtime class of O(runtime_classes) - its needs, what is missing (need to reason) and C(ok).
+  returned: always
+  type: dict
+  sample:
+    kata-qemu: {needs: [kvm, vhost_vsock, vhost_net], missing: {}, ok: true}
+    kata-qemu-tdx:
+      needs: [kvm, vhost_vsock, vhost_net, tdx]
+      missing: {tdx: "Intel TDX: /sys/module/kvm_intel/parameters/tdx does not exist (...)"}
+      ok: false
+refused:
+  description: One message per runtime class the node cannot run, naming the class and what is missing.
+  returned: always
+  type: list
+  elements: str
 '''
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node_capabilities import check_classes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import (
     STATUS_OK,
     load_test,
@@ -204,10 +280,29 @@ def main():
             containerd_bin=dict(type='path'),
             timeout=dict(type='float', default=20.0),
             required_plugins=dict(type='list', elements='str'),
+            load_test=dict(type='bool', default=True),
+            runtime_classes=dict(type='list', elements='dict', default=[], options=dict(
+                name=dict(type='str', required=True),
+                shim=dict(type='str'),
+                needs=dict(type='list', elements='str', choices=['kvm', 'vhost_vsock', 'vhost_net', 'tdx', 'snp', 'se']),
+            )),
+            node_root=dict(type='path', default='/'),
+            kernel_release=dict(type='str'),
         ),
         supports_check_mode=True,
     )
     path = module.params['path']
+    capabilities, refused = check_classes(module.params['runtime_classes'], module.params['node_root'],
+                                          module.params['kernel_release'])
+    if refused:
+        module.fail_json(changed=False, status='refused', path=path, capabilities=capabilities, refused=refused,
+                         msg='%s. Nothing was changed. Fix: remove the class(es) from the runtime classes asked for '
+                             '(coco_runtime_classes), give the node what is missing, or skip this check '
+                             '(coco_check_node: false).' % '. '.join(refused))
+    if not module.params['load_test']:
+        module.exit_json(changed=False, status=STATUS_OK, path=path, capabilities=capabilities, refused=[],
+                         msg='every runtime class can run on this node: %s'
+                             % (', '.join(sorted(capabilities)) or 'none asked for'))
     binary = find_containerd(module)
 
     def run_command(cmd):
@@ -220,7 +315,7 @@ def main():
     out = dict(changed=False, status=res.status, path=path, containerd_bin=binary,
                containerd_version=res.containerd_version, required=res.required, plugins=res.plugins,
                errors=res.errors, plugin_warnings=res.warnings, not_checked=res.skipped, seconds=res.seconds,
-               method=res.method, log_tail=res.log_tail)
+               method=res.method, log_tail=res.log_tail, capabilities=capabilities, refused=[])
     for warning in res.warnings:
         module.warn(warning)
     if res.status != STATUS_OK:
