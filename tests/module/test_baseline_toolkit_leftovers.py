@@ -172,3 +172,31 @@ def test_a_baseline_taken_on_the_toolkits_file_repairs_and_restores_through_its_
     assert done['changed'] and read(path) == taken
     cri_status = cri_ok(containerd_daemon, path, binary)
     assert cri_status and set(cri_status.values()) == {'ok'}, cri_status
+
+
+@pytest.mark.parametrize('binary', [pytest.param(CONTAINERD_1, id='containerd-1.6'),
+                                    pytest.param(CONTAINERD_17, id='containerd-1.7')])
+@pytest.mark.parametrize('state, lost', [
+    ('ctk-v1.17.8-installer-c16-systemd-runtime-class-runc.after-cleanup.config.toml',
+     ['cri.default_runtime_name', 'cri.runtimes.runc']),
+    ('ctk-v1.17.8-installer-c16-systemd-default.after-cleanup.config.toml', ['cri.default_runtime_name']),
+])
+def test_repair_on_the_files_the_real_toolkit_left(config, run_module, workdir, containerd_daemon, binary, state, lost):
+    """The recorded files themselves (their self-import renamed to the test's path), over the input's baseline."""
+    assert binary, 'containerd binary missing (make deps)'
+    args = dict(store=os.path.join(workdir, 'baselines'), containerd_bin=binary)
+    path = config(read(os.path.join(INPUTS, 'c16-systemd.toml')))
+    run_module(MOD, path=path, **args)
+    left = read(os.path.join(FIXTURES, 'nvidia-ctk', state)).replace('"/etc/containerd/config.toml"', '"%s"' % path)
+    with open(path, 'w') as f:
+        f.write(left)
+    failed = run_module(MOD, path=path, state='check', expect_fail=True, **args)
+    assert sorted(d['key'] for d in failed['protected_drift']) == lost
+    assert self_import_warned(failed, path)
+    fixed = run_module(MOD, path=path, state='repair', **args)
+    assert fixed['changed'] and len(fixed['restored']) == len(lost)
+    runtimes, default = dumped(path, binary, CRI2)
+    assert default == 'runc' and runtimes['runc']['options']['SystemdCgroup'] is True
+    assert ('imports = ["%s"]' % path) in read(path)    # the toolkit's entry is left to the toolkit (named)
+    cri_status = cri_ok(containerd_daemon, path, binary)
+    assert cri_status and set(cri_status.values()) == {'ok'}, cri_status
