@@ -238,6 +238,8 @@ def makedirs_private(folder):
     folder = os.path.abspath(folder)
     if os.path.isdir(folder):
         return
+    if os.path.lexists(folder):
+        raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder)
     makedirs_private(os.path.dirname(folder))
     try:
         os.mkdir(folder, 0o700)

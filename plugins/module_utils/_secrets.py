@@ -162,11 +162,20 @@ def secret_values(data, patterns=None):
 # ------------------------------------------------------------ the module's no_log_values
 def bind(module):
     """The module of this run: its secret_keys, and every value noted so far, into its no_log_values."""
+    params = getattr(module, 'params', None) or {}
+    if _STATE['module'] is not module:
+        _STATE['noted'] = set(_STATE['pending'])  # a new run (one per process; several in a unit test)
     _STATE['module'] = module
-    _STATE['patterns'] = parse_patterns(module.params.get('secret_keys'))
-    module.no_log_values.update(_STATE['pending'])
+    _STATE['patterns'] = parse_patterns(params.get('secret_keys'))
+    _add_no_log(module, _STATE['pending'])
     _STATE['pending'] = set()
-    note_params(module.params)
+    note_params(params)
+
+
+def _add_no_log(module, values):
+    target = getattr(module, 'no_log_values', None)
+    if target is not None:
+        target.update(values)
 
 
 def patterns():
@@ -179,7 +188,7 @@ def note_values(values):
     if module is None:
         _STATE['pending'].update(values)
     else:
-        module.no_log_values.update(values)
+        _add_no_log(module, values)
 
 
 def note_data(data):

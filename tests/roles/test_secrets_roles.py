@@ -88,11 +88,11 @@ def node_vars(workdir, path, fetch, exact):
                 fleet_report_config_path=path, fleet_report_state_dir=state)
 
 
-def run_job(workdir, name, hostvars, containerd_dir, cmdline):
+def run_job(workdir, name, hostvars, containerd_dir, cmdline, play=PLAY):
     pdd = os.path.join(workdir, name)
     shutil.copytree(os.path.join(REPO, 'playbooks'), os.path.join(pdd, 'project'))
     with open(os.path.join(pdd, 'project', 'secrets.yml'), 'w') as f:
-        f.write(PLAY)
+        f.write(play)
     os.makedirs(os.path.join(pdd, 'inventory'))
     with open(os.path.join(pdd, 'inventory', 'hosts.json'), 'w') as f:
         json.dump({'all': {'hosts': {'node-1': hostvars}}}, f)
@@ -164,4 +164,54 @@ def test_a_fleet_run_keeps_the_credentials_on_the_node(workdir, config, version,
     assert runner.status == 'successful', out[-4000:]
     assert found_in(files_under(exact))
     assert not [s for s in SECRETS if s in out] and not found_in(files_under(artifacts))
+    assert read(path, 'rb') == original
+
+
+COCO_PLAY = """
+- name: Install and uninstall the confidential-containers runtimes on a node whose config carries credentials
+  hosts: "{{ target }}"
+  gather_facts: false
+  tasks:
+    - name: Install
+      ansible.builtin.include_role:
+        name: nodeguard.containerd.coco
+      vars:
+        coco_state: present
+
+    - name: Uninstall
+      ansible.builtin.include_role:
+        name: nodeguard.containerd.coco
+      vars:
+        coco_state: absent
+"""
+
+
+@pytest.mark.parametrize('version,fixture,binary', [
+    pytest.param(2, 'v2_debian_stock.toml', CONTAINERD_1, id='v2-containerd-1.6'),
+    pytest.param(3, 'v3_default.toml', CONTAINERD_2, id='v3-containerd-2.1'),
+])
+def test_coco_install_and_uninstall_keep_the_credentials_on_the_node(workdir, config, version, fixture, binary):
+    assert binary, 'run make deps'
+    path = config(fixture_text(fixture) + (CREDS if version == 2 else CREDS_V3))
+    os.chmod(path, 0o600)
+    original = read(path, 'rb')
+    kata = os.path.join(workdir, 'opt', 'kata')
+    for name in (os.path.join(kata, 'bin', 'containerd-shim-kata-v2'),
+                 os.path.join(kata, 'share', 'defaults', 'kata-containers', 'configuration-qemu.toml')):
+        os.makedirs(os.path.dirname(name), exist_ok=True)
+        with open(name, 'w') as f:
+            f.write('# stand-in\n')
+    hostvars = dict(ansible_connection='local', ansible_python_interpreter=sys.executable, coco_config_path=path,
+                    coco_state_dir=os.path.join(workdir, 'state'),
+                    coco_dropin_dir=os.path.join(workdir, 'etc', 'config.toml.d'), coco_install_dir=kata,
+                    coco_baseline_store=os.path.join(workdir, 'baselines'), coco_flush=False,
+                    coco_kubernetes='false', coco_payload_manage=False, coco_check_node=False, coco_readiness=False,
+                    coco_runtime_classes=['kata-qemu'], coco_backup=True)
+    for name, cmdline in (('check', '--check --diff'), ('run', '--diff')):
+        runner, out, artifacts = run_job(workdir, 'coco-' + name, hostvars, os.path.dirname(binary), cmdline,
+                                         play=COCO_PLAY)
+        assert runner.status == 'successful', out[-4000:]
+        assert 'kata-qemu' in out
+        assert not [s for s in SECRETS if s in out] and not found_in(files_under(artifacts))
+    assert '********' in out  # the run's diff of the config, the password masked
     assert read(path, 'rb') == original
