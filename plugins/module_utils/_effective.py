@@ -62,6 +62,8 @@ _V2_GRPC_KEYS = ('disable_tcp_service', 'stream_server_address', 'stream_server_
                  'enable_tls_streaming', 'x509_key_pair_streaming')
 
 
+# CRI keys containerd 1.6 accepts and drops (measured with config dump of 1.6.20: CDI came in 1.7)
+NOT_IN_1_6 = (('plugins', CRI_V2, 'enable_cdi'), ('plugins', CRI_V2, 'cdi_spec_dirs'))
 NOT_MIGRATED = 'a version 3 file is read after it, and containerd 2.x then migrates no version 2 CRI table'
 
 
@@ -210,32 +212,50 @@ class EffectiveConfig(object):
         self.merged = {}
         self.origin = {}
         self.ignored = []       # (file, reason) containerd skips
-        self.unread = {}        # (file, merged path): why containerd 2.x does not read that version 2 key
+        self.unread = {}        # (file, merged path): why containerd does not read that key (2.x: version 2 ones)
         self._last_version = self.main_version  # of the last file read that has a version line
         self._last_versioned = main_path
         for index, (path, data) in enumerate(self.files):
             self._merge_file(index, path, data)
         if not self.replace:
-            # 2.x: the merged version 2 CRI table is migrated, or (a version 3 file read last) read as the gRPC
-            # plugin's table, which keeps only its own keys: from a version 3 file too (measured on 2.1)
-            self.unread = migrate_merged_v2(self.merged, self.origin, self._last_version == 2,
-                                            [p for p, _d in self.files])
-            order = [p for p, _d in self.files]
-            for (path, key), why in list(self.unread.items()):
-                if why == NOT_MIGRATED and order.index(path) > order.index(self._last_versioned):
-                    self.unread[(path, key)] = ('it has no version line, and the last file read with one (%s) says '
-                                                'version = %d, so containerd 2.x migrates no version 2 CRI table'
-                                                % (self._last_versioned, self._last_version))
-                elif why == NOT_MIGRATED:
-                    self.unread[(path, key)] = ('a version 3 file is read after it (%s, the last with a version '
-                                                'line), and containerd 2.x then migrates no version 2 CRI table'
-                                                % self._last_versioned)
-            versions = dict((p, file_version(d)) for p, d in self.files)
-            for (path, key) in [k for k in self.unread if versions.get(k[0], 2) >= 3]:
-                # measured on 2.1: the version 2 plugin id in a version 3 file is the gRPC plugin's, which
-                # does not know the CRI keys ("Ignoring unknown key")
-                self.unread[(path, key)] = ('%s is version 3, so containerd 2.x reads its plugins."%s" as the gRPC '
-                                            'plugin\'s, which has no such key' % (path, CRI_V2))
+            self._read_v2_cri()
+        elif containerd_ver is not None and tuple(containerd_ver[:2]) < (1, 7):
+            self._drop_keys(NOT_IN_1_6, 'containerd %s has no CDI (it came in 1.7): it accepts the key and drops it'
+                            % version_text(containerd_ver))
+
+    def _read_v2_cri(self):
+        """2.x: the merged version 2 CRI table is migrated, or (a version 3 file read last) read as the gRPC
+        plugin's table, which keeps only its own keys: from a version 3 file too (measured on 2.1)."""
+        self.unread = migrate_merged_v2(self.merged, self.origin, self._last_version == 2,
+                                        [p for p, _d in self.files])
+        order = [p for p, _d in self.files]
+        for (path, key), why in list(self.unread.items()):
+            if why == NOT_MIGRATED and order.index(path) > order.index(self._last_versioned):
+                self.unread[(path, key)] = ('it has no version line, and the last file read with one (%s) says '
+                                            'version = %d, so containerd 2.x migrates no version 2 CRI table'
+                                            % (self._last_versioned, self._last_version))
+            elif why == NOT_MIGRATED:
+                self.unread[(path, key)] = ('a version 3 file is read after it (%s, the last with a version '
+                                            'line), and containerd 2.x then migrates no version 2 CRI table'
+                                            % self._last_versioned)
+        versions = dict((p, file_version(d)) for p, d in self.files)
+        for (path, key) in [k for k in self.unread if versions.get(k[0], 2) >= 3]:
+            # measured on 2.1: the version 2 plugin id in a version 3 file is the gRPC plugin's, which
+            # does not know the CRI keys ("Ignoring unknown key")
+            self.unread[(path, key)] = ('%s is version 3, so containerd 2.x reads its plugins."%s" as the gRPC '
+                                        'plugin\'s, which has no such key' % (path, CRI_V2))
+
+    def _drop_keys(self, paths, why):
+        """Keys the node's containerd does not know: out of the merged view wherever a file sets them."""
+        for key in paths:
+            for path, data in self.files:
+                if get_in(data, key) is not None or (file_version(data) == 1 and
+                                                     get_in(data, ('plugins', 'cri') + key[2:]) is not None):
+                    self.unread[(path, key)] = why
+            if get_in(self.merged, key) is not None:
+                del get_in(self.merged, key[:-1])[key[-1]]
+                for known in [p for p in self.origin if p[:len(key)] == key]:
+                    del self.origin[known]
 
     # ------------------------------------------------------------ merging
     def _as_read(self, index, path, data):

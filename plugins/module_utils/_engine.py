@@ -872,6 +872,13 @@ class EditTransaction(Transaction):
         _note_secrets(ctx, result, target)
         self.view = _view_of_candidate(ctx, main, target)
         self.effects = effects_of(self.view, target.path, changes)
+        if target is not main:
+            # a drop-in that already says what the edit wants is only ok where containerd runs it
+            changed_paths = set(change[0] for change in changes)
+            idle = [e for e in effects_of(self.view, target.path, [(p, v) for p, v in doc.wanted
+                                                                   if p not in changed_paths]) if not e.in_effect]
+            if idle:
+                raise _shadow_error(target.path, idle, ctx.edit_in)
         if module._diff and target.file_changed:
             result['diff'] = dict(before='' if target.original is None else target.text, after=doc.text,
                                   before_header='%s (%s)' % (target.path, 'absent' if target.original is None
