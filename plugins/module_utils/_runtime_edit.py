@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError, Layout
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError, Layout, version_text
 from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import EditElsewhere, load_effective
 from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
     file_version,
@@ -122,6 +122,26 @@ def _defined_in_imports(doc, name, ctx=None):
     return None, None
 
 
+def _refuse_unrun_table(doc, ctx, name, path):
+    """config.toml defines the runtime, but containerd does not run that table: the edit goes where it would.
+
+    containerd 1.x: a drop-in's CRI table (with or without a version line)
+    replaces config.toml's whole, so config.toml's runtimes are not run.
+    """
+    view = _tree_view(load_tree(doc.path, doc.data, getattr(ctx, 'containerd_version', None))[0],
+                      getattr(ctx, 'containerd_version', None))
+    if view is None:
+        return
+    merged = view.read_path(path, doc.path)
+    if view.value(merged) is not None:
+        return
+    home = view.plugin_owner(merged[1])
+    if home and home != doc.path:
+        raise EditElsewhere('%s: runtime %s is defined here, but containerd %s does not run this table: %s defines '
+                            'plugins."%s" too and its table replaces this one.'
+                            % (doc.path, name, version_text(view.containerd_ver, '1.x'), home, merged[1]), home)
+
+
 def _tree_view(files, ver):
     try:
         return load_effective(files[0][0], files[0][1], ver, overrides=dict(files[1:]))
@@ -195,6 +215,8 @@ def runtime_present(doc, ledger, ctx, params):
         set_owned(doc, ledger, owner, resource, path + ('runtime_type',),
                   params.get('runtime_type') or DEFAULT_RUNTIME_TYPE, own_table=True)
         created = True
+    elif getattr(ctx, 'tree_files', None) is None:
+        _refuse_unrun_table(doc, ctx, name, path)
     own_table = bool(ledger.select(owner=owner, kind='table', path=path))
     for key_path, value in _wanted_keys(params, path):
         set_owned(doc, ledger, owner, resource, key_path, value, own_table=own_table)
