@@ -6,8 +6,13 @@
 Each check is {name, status pass/fail/skip, required, reason}; the report
 says ok when no required check failed. The checks, in order:
 containerd_active, config_dump, imports_exist, imports_unique, cri_plugin,
-handler:<name> and probe:<name> per expected handler, baseline_drift,
-kubernetes_node_ready and static_pod:<name>.
+handler:<name> and probe:<name> per expected handler, proxy_plugin:<name>
+per proxy plugin of the effective config (nydus: does containerd-nydus-grpc
+answer), baseline_drift, kubernetes_node_ready and static_pod:<name>.
+
+The probes run, by default, the node's sandbox image: the one the effective
+config names (``sandbox_image`` of config version 2, ``pinned_images.sandbox``
+of 3 and 4), which every kubelet node has in the ``k8s.io`` namespace.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,6 +22,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils import _secrets as secrets
+from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import CRI_V2, CRI_V3_IMAGES
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_drift import (
     baseline_check,
     evaluate_drift,
@@ -24,9 +30,11 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_dr
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_kube import kubernetes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_probe import (
     handlers as expected_handlers,
+    SETTLE_SECONDS,
     probe_image,
     run_probes,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_proxy import proxy_checks
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_service import (
     DEFAULT_ADDRESS,
     cri_plugin_ids,
@@ -56,11 +64,24 @@ class Checks(object):
         return sum(c['status'] == status for c in self.items)
 
 
+def dump_images(dump):
+    """(sandbox image, registry hosts folder) of the CRI plugin in a config dump (None when it names none)."""
+    if (dump.get('version') or 1) >= 3:
+        images = get_in(dump, ('plugins', CRI_V3_IMAGES)) or {}
+        sandbox = get_in(images, ('pinned_images', 'sandbox'))
+    else:
+        images = get_in(dump, ('plugins', CRI_V2)) or {}
+        sandbox = images.get('sandbox_image')
+    # config_path may list several folders (':'); ctr takes one
+    hosts = (get_in(images, ('registry', 'config_path')) or '').split(':')[0]
+    return sandbox or None, hosts or None
+
+
 def read_config(ctx, p):
     """The config side, before any wait: the tree, the live config (config dump), its runtimes and socket."""
     path = p['path']
     info = dict(tree=Tree(path, ctx.containerd_version), dump_error='', effective_version=None, runtimes={},
-                default_runtime_name=None)
+                default_runtime_name=None, dump=None, sandbox_image=None, hosts_dir=None)
     rc, out, err = config_dump(ctx, path)
     info['dump_rc'] = rc
     dump = None
@@ -73,6 +94,8 @@ def read_config(ctx, p):
     if dump is not None:
         info['effective_version'] = dump.get('version')
         info['runtimes'], info['default_runtime_name'] = dump_runtimes(dump)
+        info['sandbox_image'], info['hosts_dir'] = dump_images(dump)
+        info['dump'] = dump
     info['address'] = p['address'] or get_in(dump or {}, ('grpc', 'address')) or DEFAULT_ADDRESS
     return info
 
@@ -82,13 +105,18 @@ def read_live(ctx, p, info, check_mode):
     rows, info['plugins_error'] = plugins_ls(p['ctr'], info['address'])
     ids = cri_plugin_ids(ctx.containerd_version, rows)
     info['cri_plugins'] = cri_status(rows, ids) if rows is not None else dict((pid, 'unknown') for pid in ids)
-    opts = dict(ctr=p['ctr'], address=info['address'], namespace=p['probe_namespace'], probe_image=p['probe_image'],
-                probe_command=p['probe_command'], pass_config_path=p['pass_config_path'])
+    # the image the user named, else the node's sandbox image
+    info['probe_image'] = p['probe_image'] or info['sandbox_image']
+    info['probe_image_source'] = 'probe_image' if p['probe_image'] else 'sandbox image of the effective config'
+    opts = dict(ctr=p['ctr'], address=info['address'], namespace=p['probe_namespace'],
+                probe_image=info['probe_image'], probe_command=p['probe_command'],
+                pass_config_path=p['pass_config_path'], hosts_dir=info['hosts_dir'], pull_timeout=p['probe_timeout'])
     info['handlers'] = expected_handlers(p['handlers'], info['runtimes'], opts, p['probe'])
-    if any(h['probe'] and h['present'] for h in info['handlers']) and p['ctr']:
-        info.update(probe_image(opts, p['probe_archive'], may_import=not check_mode))
-    else:
-        info.update(probe_image=p['probe_image'], probe_image_present=False)
+    info['images'] = {}
+    wanted = sorted(set(h['probe_image'] for h in info['handlers'] if h['probe'] and h['present'] and h['probe_image']))
+    for image in wanted if p['ctr'] else []:
+        info['images'][image] = probe_image(dict(opts, probe_image=image), p['probe_archive'],
+                                            may_import=not check_mode, pull=p['probe_pull'])
     return info
 
 
@@ -144,15 +172,29 @@ def _check_handlers(add, info, wait, p):
         if verdict is None:
             res = probes[name]
             notes = ('; ' + '; '.join(handler['probe_notes'])) if handler['probe_notes'] else ''
-            if res['ok']:
-                verdict = ('pass', 'probe container exited 0 in %.2f s through %s%s' % (res['seconds'], name, notes),
-                           handler['required'])
-            else:
-                last = (res['stderr'].strip().splitlines() or res['stdout'].strip().splitlines() or [''])[-1]
-                verdict = ('fail', 'probe container through %s: rc=%s %s%s' % (name, res['rc'], last, notes),
-                           handler['required'])
+            verdict = (('pass' if res['ok'] else 'fail'), _probe_reason(handler, res) + notes, handler['required'])
         add('probe:' + name, *verdict)
     return probes
+
+
+def _probe_reason(handler, res):
+    name, image = handler['name'], handler['probe_image']
+    last = (res['stderr'].strip().splitlines() or res['stdout'].strip().splitlines() or [''])[-1]
+    if res.get('kind') != 'start':
+        if res['ok']:
+            return 'probe container (%s) exited 0 in %.2f s through %s' % (image, res['seconds'], name)
+        return 'probe container (%s) through %s: rc=%s %s' % (image, name, res['rc'], last)
+    if res['rc'] != 0:
+        return 'probe task (%s) did not start through %s: rc=%s %s' % (image, name, res['rc'], last)
+    if not res['ok']:
+        return ('probe task (%s) started through %s but was not running %.1f s later (status %s)'
+                % (image, name, SETTLE_SECONDS, res['status'] or 'gone'))
+    stop = ('stopped by %s in %.2f s' % (res['stopped_by'], res['stop_seconds']) if res['stopped_by']
+            else 'not stopped by SIGTERM nor SIGKILL')
+    reason = 'probe task (%s) started through %s in %.2f s, seen running, %s' % (image, name, res['seconds'], stop)
+    if res.get('cleanup_error'):
+        reason += '; its container could not be removed: %s' % res['cleanup_error']
+    return reason
 
 
 def _probe_verdict(handler, info, wait, p):
@@ -164,16 +206,36 @@ def _probe_verdict(handler, info, wait, p):
         return ('fail', 'handler %s not in the effective config' % name, required)
     if not wait['ok']:
         return ('fail', 'containerd not ready: %s' % wait['msg'], required)
-    if not info['probe_image_present']:
-        reason = 'probe image %s not in containerd namespace %s' % (info['probe_image'], p['probe_namespace'])
-        if info.get('probe_image_import_error'):
-            reason += ' (import of %s failed: %s)' % (p['probe_archive'], info['probe_image_import_error'])
-        elif info.get('probe_image_import_skipped'):
-            reason += ' (not imported from %s in check mode)' % p['probe_archive']
-        if p['probe_image_required']:
-            return ('fail', reason, required)
-        return ('skip', reason + '; set node_readiness_probe_image or node_readiness_probe_archive', False)
-    return None
+    reason = _image_missing(handler, info, p)
+    if reason is None:
+        return None
+    if p['probe_image_required']:
+        return ('fail', reason, required)
+    return ('skip', reason + ' (probe_image_required is false)', False)
+
+
+def _image_missing(handler, info, p):
+    """Why the handler's probe image cannot be used, or None when it is in the namespace."""
+    image = handler['probe_image']
+    if not image:
+        return ('no probe image: the effective config names no sandbox image (%s) and no image was given; set '
+                'node_readiness_probe_image or the handler\'s image' % (info['dump_error'] or 'config dump has none'))
+    state = info['images'].get(image) or {}
+    if state.get('probe_image_present'):
+        return None
+    what = 'the sandbox image of the effective config' if image == info['sandbox_image'] else 'probe image'
+    reason = '%s %s is not in containerd namespace %s' % (what, image, p['probe_namespace'])
+    if not p['ctr']:
+        return reason + ' (no ctr binary to look)'
+    if state.get('probe_image_import_skipped'):
+        return reason + ' (not imported or pulled in check mode)'
+    if state.get('probe_image_import_error'):
+        reason += '; import of %s failed: %s' % (p['probe_archive'], state['probe_image_import_error'])
+    if state.get('probe_image_pull_error'):
+        reason += '; pull failed: %s' % state['probe_image_pull_error']
+    elif not p['probe_pull']:
+        reason += '; not pulled (probe_pull is false)'
+    return reason
 
 
 def _tree_files(tree):
@@ -237,6 +299,9 @@ def readiness(ctx, p, version_text, check_mode):
         detail = ', '.join('%s=%s' % kv for kv in sorted(bad.items())) or info.get('plugins_error') or 'no plugin list'
         add('cri_plugin', 'fail', 'CRI plugin not ok: %s' % detail)
     probes = _check_handlers(add, info, wait, p)
+    if info['dump'] is not None:
+        for check in proxy_checks(info['dump'], info['runtimes']):
+            add(*check)
     drift = _check_drift(add, info, p, drift_result)
     kube = _check_kubernetes(add, p)
     failed = [c['name'] for c in checks.items if c['status'] == 'fail' and c['required']]
@@ -251,5 +316,7 @@ def readiness(ctx, p, version_text, check_mode):
                         cri_plugins=cri, came_back_seconds=wait.get('came_back_seconds'),
                         startup_seconds=wait.get('startup_seconds'), waited_seconds=wait.get('waited_seconds'),
                         start_limit_hit=wait.get('start_limit_hit'), reset_failed_done=wait.get('reset_failed_done'),
+                        journal=wait.get('journal') or [], sandbox_image=info['sandbox_image'],
                         imports=info['tree'].report()),
+        probe_image=dict(image=info['probe_image'], source=info['probe_image_source'], images=info['images']),
         probes=probes, drift=drift, kubernetes=kube))

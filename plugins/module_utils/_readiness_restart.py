@@ -164,9 +164,11 @@ def restart(ctx, opts, check_mode):
     if not needed or fact['refused'] or check_mode:
         return fact, decision, preflight
     # blocking, as systemd_service state=restarted; a refused start (start-limit-hit) is handled by the wait
+    restarted_at = time.time()
     rc, out, err = run(['systemctl', 'restart', opts['unit']], timeout=max(opts['timeout'], 30) + 60)
+    # a failed wait quotes the unit's journal since this restart: the cause in its own words
     wait = wait_ready(opts['unit'], opts['ctr'], opts['address'] or decision.get('address') or DEFAULT_ADDRESS,
-                      ctx.containerd_version, opts['timeout'], reset_failed=True)
+                      ctx.containerd_version, opts['timeout'], reset_failed=True, journal_since=restarted_at - 1)
     wait['restart_rc'] = rc
     if rc != 0:
         wait['restart_error'] = (err or out).strip()[-400:]
@@ -174,4 +176,8 @@ def restart(ctx, opts, check_mode):
         # only now: a record always describes a containerd that ran that config
         wait['recorded'] = record_fingerprint(opts['state_dir'], decision['fingerprint'])
     fact.update(restarted=True, cri_ok=wait['ok'], wait=wait, seconds=round(time.monotonic() - began, 2))
+    if not wait['ok']:
+        # as for a refusal: the reason says what went wrong (the fleet report shows it), the journal why
+        fact.update(reason='%s; containerd did not come back: %s' % (decision['reason'], wait['msg']),
+                    journal=wait['journal'])
     return fact, decision, preflight

@@ -6,13 +6,16 @@
 ``systemctl show`` for the unit's state and start time, ``ctr plugins ls`` for
 the CRI plugins, and the bounded wait until both are good, with systemd's
 start-limit-hit cleared at most once. The CRI plugin ids per containerd
-version are the engine's (``_preflight.required_for``).
+version are the engine's (``_preflight.required_for``). When containerd does
+not come back, the wait names the cause in the unit's own words: the last
+lines of its journal (a failing ExecStartPre, containerd's own error).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import time
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import _run_bounded, required_for
@@ -53,6 +56,41 @@ def unit_state(unit):
     return state.get('ActiveState') or 'unknown', started
 
 
+# lines of the unit's journal kept in a failed wait's report, and how many of them its message quotes
+JOURNAL_LINES = 15
+JOURNAL_IN_MSG = 6
+
+
+def _journal_line(entry):
+    """One journal entry as 'identifier[pid]: message' (MESSAGE is a list of bytes when it is not UTF-8)."""
+    message = entry.get('MESSAGE', '')
+    if isinstance(message, list):
+        message = bytearray(b for b in message if isinstance(b, int) and 0 <= b < 256).decode('utf-8', 'replace')
+    who = entry.get('SYSLOG_IDENTIFIER') or entry.get('_COMM') or '?'
+    pid = entry.get('SYSLOG_PID') or entry.get('_PID')
+    return ('%s[%s]: %s' % (who, pid, message) if pid else '%s: %s' % (who, message)).strip()[:300]
+
+
+def journal_tail(unit, since=None, lines=JOURNAL_LINES):
+    """(last lines of the unit's journal, error or None): its processes' output (ExecStartPre, containerd)
+    and systemd's own lines about it; since (epoch seconds) leaves out what came before."""
+    argv = ['journalctl', '-u', unit, '-o', 'json', '--no-pager', '-n', str(lines)]
+    if since:
+        argv += ['--since', '@%.6f' % since]
+    rc, out, err = run(argv, timeout=15)
+    if rc != 0:
+        return [], 'journalctl -u %s failed (rc=%s): %s' % (unit, rc, (err or out).strip()[-300:])
+    tail = []
+    for text in out.splitlines():
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            tail.append(_journal_line(entry))
+    return [line for line in tail if line][-lines:], None
+
+
 def plugins_ls(ctr, address):
     """([{type, id, status, plugin}], None) from ``ctr plugins ls``, or (None, why not)."""
     if not ctr:
@@ -89,11 +127,13 @@ def _seconds(state, prop):
     return value or None
 
 
-def wait_ready(unit, ctr, address, version, timeout, interval=0.1, reset_failed=False):
+def wait_ready(unit, ctr, address, version, timeout, interval=0.1, reset_failed=False, journal_since=None):
     """Wait (bounded) until the unit is active and its CRI plugins ok; the report of containerd_readiness step=wait.
 
     systemd's start-limit-hit ends the wait, unless reset_failed: then
-    ``systemctl reset-failed`` and one start, once.
+    ``systemctl reset-failed`` and one start, once. A failed wait carries the
+    unit's last journal lines (since journal_since, epoch seconds, when
+    given) in ``journal`` and quotes the last of them in ``msg``.
     """
     start = time.monotonic()
     deadline = start + timeout
@@ -153,8 +193,13 @@ def wait_ready(unit, ctr, address, version, timeout, interval=0.1, reset_failed=
         msg = 'containerd active but CRI plugins not ok within %s s: %s%s' % (
             timeout, ', '.join('%s=%s' % kv for kv in sorted(cri.items())) or 'no plugin list',
             (' (' + plugin_error + ')') if plugin_error else '')
+    journal, journal_error = ([], None) if ok else journal_tail(unit, journal_since)
+    if journal:
+        msg += '; journal of %s: %s' % (unit, ' | '.join(journal[-JOURNAL_IN_MSG:]))
+    elif journal_error:
+        msg += '; %s' % journal_error
     return dict(ok=ok, msg=msg, unit=unit, active_state=state.get('ActiveState'), sub_state=state.get('SubState'),
                 result=state.get('Result'), n_restarts=state.get('NRestarts'), start_limit_hit=start_limit_hit,
                 reset_failed_done=reset_done, waited_seconds=round(now - start, 3), polls=polls,
                 came_back_seconds=came_back, startup_seconds=startup, up_for_seconds=up_for, cri_plugins=cri,
-                recorded=None)
+                recorded=None, journal=journal, journal_error=journal_error)

@@ -21,9 +21,15 @@ description:
     C(imports_unique) (every non-glob import exists, every imported file can be read, no file is imported twice),
     C(cri_plugin) (the CRI plugins of this containerd version are C(ok) in C(ctr plugins ls)), per expected
     handler C(handler:<name>) (the runtime is in the effective config) and C(probe:<name>) (a probe container
-    started with C(ctr run) through that handler's own settings exits 0), C(baseline_drift) (protected keys differ
+    started with C(ctr run) through that handler's own settings works, see O(probe_image)), per proxy plugin of the
+    effective config C(proxy_plugin:<name>) (the service behind it answers on its socket, for example
+    C(containerd-nydus-grpc) for C(proxy_plugins.nydus); required when the CRI plugin or a runtime handler uses
+    that snapshotter), C(baseline_drift) (protected keys differ
     from the baseline only where an owner's ledger record or O(drift_accounted) accounts for it),
     C(kubernetes_node_ready) and C(static_pod:<name>).
+  - When containerd is not active (or does not come back after O(step=restart)), the message and the report quote
+    the last lines of the unit's journal (a failing C(ExecStartPre), containerd's own error), also in C(journal) of
+    RV(wait), of RV(restart) and of C(containerd) in RV(readiness).
   - O(step=restart) is the collection's restart contract in one call. It decides whether containerd runs the
     current config (as O(step=pending)); when it does not (or O(force=true)), it load-tests the config in
     isolation (the code of M(nodeguard.containerd.containerd_preflight)) unless O(preflight=false), restarts the
@@ -56,8 +62,8 @@ attributes:
     details:
       - O(step=restart) decides and load-tests, and reports what it would do; it never restarts containerd and
         records nothing.
-      - O(step=check) and O(step=wait) do not run C(systemctl reset-failed) and do not import the probe image archive
-        in check mode; probe containers still run (they are removed afterwards).
+      - O(step=check) and O(step=wait) do not run C(systemctl reset-failed) and do not import or pull the probe
+        image in check mode; probe containers still run (they are removed afterwards).
   diff_mode:
     support: none
   platform:
@@ -165,8 +171,13 @@ options:
   handlers:
     description:
       - O(step=check) - runtime handlers that must be in the effective config. Each item is a name or a dict with
-        C(name) and optional C(probe) (bool), C(required) (bool), C(pass_config_path) (bool), C(image) and
-        C(command).
+        C(name) and optional C(probe) (bool), C(required) (bool), C(pass_config_path) (bool), C(image) (instead of
+        O(probe_image)), C(command) (a list, or a string split as a shell would; instead of O(probe_command)) and
+        C(env) (a dict, or a list of C(KEY=VALUE), given to the probe container).
+      - 'A GPU handler on a node with C(/dev/nvidia0): C({name: nvidia, image: <an image with glibc>,
+        env: {NVIDIA_VISIBLE_DEVICES: all}, command: [nvidia-smi, -L]}). With the sandbox image and no command,
+        C(env: {NVIDIA_VISIBLE_DEVICES: all}) alone starts the pause task with the GPUs handed in by the NVIDIA
+        runtime.'
     type: list
     elements: raw
     default: [runc]
@@ -178,24 +189,38 @@ options:
     default: true
   probe_image:
     description:
-      - Image the probe containers run; it must be in O(probe_namespace).
+      - Image the probe containers run, in O(probe_namespace).
+      - By default the node's sandbox (pause) image, the one the effective config names (C(sandbox_image) of config
+        version 2, C(pinned_images.sandbox) of versions 3 and 4, from C(config dump)); every kubelet node has it in
+        the C(k8s.io) namespace, and its entrypoint C(/pause) runs until it is signalled.
+      - An image missing from the namespace is imported from O(probe_archive) when that exists, else pulled with
+        C(ctr images pull) (O(probe_pull), through the CRI plugin's C(registry.config_path) hosts folder when it
+        has one); not in check mode. When it is still missing the probe fails and says why (O(probe_image_required)).
     type: str
-    default: localhost/ng-probe:latest
   probe_archive:
     description:
       - Image archive on the node imported with C(ctr images import) when the probe image is missing.
     type: path
+  probe_pull:
+    description:
+      - Pull a missing probe image with C(ctr images pull) (bounded by O(probe_timeout)).
+    type: bool
+    default: true
   probe_image_required:
     description:
-      - When the probe image is missing, fail the probe checks (V(true)) or skip them with the reason (V(false)).
+      - When the probe image is missing and cannot be imported or pulled, fail the probe checks (V(true)) or skip
+        them, with the reason, as not required (V(false)).
     type: bool
-    default: false
+    default: true
   probe_command:
     description:
-      - Command of the probe container; it must exit 0.
+      - Command of the probe container. Empty (the default) - a C(start) probe, for an image whose entrypoint runs
+        until it is signalled (the pause image) - the task is started detached, must be seen running, is stopped
+        with SIGTERM (SIGKILL after 10 s) and removed. A command - a C(run) probe - the container runs it and it must
+        exit 0 (for example V([/bin/true]) with an image that has it). A handler's own C(command) wins.
     type: list
     elements: str
-    default: [/bin/true]
+    default: []
   probe_namespace:
     description:
       - containerd namespace of the probe containers (the kubelet's is C(k8s.io)).
@@ -309,6 +334,15 @@ EXAMPLES = r'''
     kubernetes: 'false'
   become: true
 
+- name: Probe each handler with the node's sandbox (pause) image; the GPU handler runs nvidia-smi -L
+  nodeguard.containerd.containerd_readiness:
+    handlers:
+      - runc
+      - kata-qemu-tdx
+      - {name: nvidia, image: nvcr.io/nvidia/cuda:12.6.3-base-ubuntu24.04, env: {NVIDIA_VISIBLE_DEVICES: all}, command: [nvidia-smi, -L]}
+    kubernetes: 'false'
+  become: true
+
 - name: End of a converge - restart once if needed, then the checks, in one call
   nodeguard.containerd.containerd_readiness:
     step: restart_check
@@ -380,8 +414,12 @@ readiness:
       C(warnings) (names of failed required and optional checks), C(summary), C(checks) (each with C(name),
       C(status) V(pass)/V(fail)/V(skip), C(required), C(reason)), C(containerd) (C(version), C(config_path),
       C(config_version), C(runtimes), C(default_runtime_name), C(cri_plugins), C(came_back_seconds),
-      C(startup_seconds), C(waited_seconds), C(start_limit_hit), C(reset_failed_done), C(imports)), C(probes) (per
-      handler C(ok), C(rc), C(seconds), C(stdout), C(stderr), C(argv)), C(drift), C(kubernetes) and, with
+      C(startup_seconds), C(waited_seconds), C(start_limit_hit), C(reset_failed_done), C(journal) (the unit's last
+      journal lines when containerd was not ready, else empty), C(sandbox_image), C(imports)), C(probe_image)
+      (C(image) the default probe image, C(source), C(images) per image used whether it is present, imported,
+      pulled, and the errors), C(probes) (per handler C(kind) V(start) or V(run), C(ok), C(rc), C(seconds),
+      C(stdout), C(stderr), C(argv); a start probe also C(status), C(stopped_by), C(stop_seconds),
+      C(cleanup_error)), C(drift), C(kubernetes) and, with
       O(starts_since), C(service_starts) (C(unit), C(since), C(count), C(error); C(count) is V(null) when the journal
       cannot be read, C(error) says why).
   returned: O(step=check) and O(step=restart_check)
@@ -396,8 +434,9 @@ restart:
   description:
     - The restart fact (the role's C(nodeguard_restart)). C(needed) (a restart was pending or forced), C(refused)
       (not restarted, the config cannot be loaded), C(restarted), C(cri_ok) (containerd came back with its CRI
-      plugins), C(seconds) (restart and wait), C(reason) (why, or why refused), C(wait) (the wait's report, as
-      RV(wait)).
+      plugins), C(seconds) (restart and wait), C(reason) (why, or why refused; after a restart containerd did not
+      come back from, also that and the last lines of the unit's journal), C(wait) (the wait's report, as
+      RV(wait)), C(journal) (when containerd did not come back, the unit's journal since the restart).
   returned: O(step=restart) and O(step=restart_check)
   type: dict
   sample: {needed: true, refused: false, restarted: true, cri_ok: true, seconds: 1.4, reason: "...", wait: {}}
@@ -418,7 +457,8 @@ wait:
     - C(ok), C(msg), C(unit), C(active_state), C(sub_state), C(result), C(n_restarts), C(start_limit_hit),
       C(reset_failed_done), C(waited_seconds), C(polls), C(came_back_seconds) (from the unit's stop to ready),
       C(startup_seconds), C(up_for_seconds), C(cri_plugins), C(containerd_version), C(recorded) (the fingerprint
-      file written, after a restart).
+      file written, after a restart), C(journal) (when not ready, the last lines of the unit's journal, each
+      the process name, its pid and the message) and C(journal_error) (why the journal could not be read).
   returned: O(step=wait)
   type: dict
 '''
@@ -533,10 +573,11 @@ def main():
         fail=dict(type='bool', default=True),
         handlers=dict(type='list', elements='raw', default=['runc']),
         probe=dict(type='bool', default=True),
-        probe_image=dict(type='str', default='localhost/ng-probe:latest'),
+        probe_image=dict(type='str'),
         probe_archive=dict(type='path'),
-        probe_image_required=dict(type='bool', default=False),
-        probe_command=dict(type='list', elements='str', default=['/bin/true']),
+        probe_pull=dict(type='bool', default=True),
+        probe_image_required=dict(type='bool', default=True),
+        probe_command=dict(type='list', elements='str', default=[]),
         probe_namespace=dict(type='str', default='k8s.io'),
         probe_timeout=dict(type='float', default=60.0),
         pass_config_path=dict(type='bool', default=True, no_log=False),

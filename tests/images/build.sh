@@ -19,6 +19,16 @@
 # OCI image that the unit ng-probe-import.service imports into containerd's
 # k8s.io namespace as localhost/ng-probe:latest at every boot.
 #
+# Like a kubelet node, every node also has its sandbox (pause) image in the
+# k8s.io namespace, under the name its effective config gives (sandbox_image
+# of config version 2, pinned_images.sandbox of version 3: for example
+# registry.k8s.io/pause:3.6 on bookworm's containerd 1.6): a static /pause
+# built from tests/images/pause/pause.c (sleeps until SIGTERM), written to
+# /opt/nodeguard/pause-image.tar and imported at every boot by
+# ng-pause-import.service. A node "prepared like a real kubelet node" is one
+# with ng-probe-import.service disabled and localhost/ng-probe removed: only
+# the pause image is left (molecule/readiness, make demo).
+#
 # Caching (a second run does nothing):
 #   - an image whose tag exists with the same recipe label is kept;
 #   - the finished root filesystem is kept as
@@ -50,7 +60,7 @@ source "$HERE/../../.ci/retry.sh"
 die() { log "ERROR: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, podman import)"
-for tool in debootstrap podman python3 tar sha256sum; do
+for tool in debootstrap podman python3 tar sha256sum cc; do
     command -v "$tool" >/dev/null || die "$tool not found (run: make deps)"
 done
 
@@ -141,6 +151,39 @@ write_containerd_config() {
     rm -f "$raw"
 }
 
+# The sandbox image of the node's effective config, from its own
+# containerd's config dump (the kubelet pulls exactly that name).
+sandbox_image() {
+    local rootfs=$1
+    chroot "$rootfs" /usr/bin/containerd --config /etc/containerd/config.toml config dump | python3 -c '
+import sys, tomllib
+dump = tomllib.loads(sys.stdin.read())
+plugins = dump.get("plugins", {})
+if dump.get("version", 1) >= 3:
+    name = plugins.get("io.containerd.cri.v1.images", {}).get("pinned_images", {}).get("sandbox")
+else:
+    name = plugins.get("io.containerd.grpc.v1.cri", {}).get("sandbox_image")
+if not name:
+    sys.exit("no sandbox image in the config dump")
+print(name)'
+}
+
+# The pause image under the sandbox image's name, and the unit that imports
+# it at boot (the node's /var/lib/containerd may be a fresh tmpfs).
+add_pause_image() {
+    local rootfs=$1 sandbox
+    sandbox=$(sandbox_image "$rootfs")
+    cc -static -Os -s -o "$rootfs/tmp/pause" "$HERE/pause/pause.c"
+    python3 "$HERE/make_probe_image.py" --pause "$rootfs/tmp/pause" \
+        --out "$rootfs/opt/nodeguard/pause-image.tar" --name "$sandbox" >&2
+    rm -f "$rootfs/tmp/pause"
+    printf 'NG_PROBE_ARCHIVE=/opt/nodeguard/pause-image.tar\nNG_PROBE_IMAGE=%s\n' "$sandbox" \
+        >"$rootfs/opt/nodeguard/pause-image.env"
+    install -m 0644 "$HERE/files/ng-pause-import.service" "$rootfs/etc/systemd/system/ng-pause-import.service"
+    ln -sf /etc/systemd/system/ng-pause-import.service \
+        "$rootfs/etc/systemd/system/multi-user.target.wants/ng-pause-import.service"
+}
+
 customize_rootfs() {
     local rootfs=$1 name=$2 recipe=$3
 
@@ -155,6 +198,7 @@ customize_rootfs() {
     install -d "$rootfs/etc/systemd/system/multi-user.target.wants"
     ln -sf /etc/systemd/system/ng-probe-import.service \
         "$rootfs/etc/systemd/system/multi-user.target.wants/ng-probe-import.service"
+    add_pause_image "$rootfs"
 
     # containerd enabled (the package's postinst does it; make sure).
     if [ ! -e "$rootfs/etc/systemd/system/multi-user.target.wants/containerd.service" ]; then
@@ -185,6 +229,7 @@ containerd=$ctd_version
 runc=$(chroot "$rootfs" dpkg-query -W -f "\${Version}" runc)
 systemd=$(chroot "$rootfs" dpkg-query -W -f "\${Version}" systemd)
 python3-tomlkit=$(chroot "$rootfs" dpkg-query -W -f "\${Version}" python3-tomlkit)
+sandbox_image=$(sed -n 's/^NG_PROBE_IMAGE=//p' "$rootfs/opt/nodeguard/pause-image.env")
 EOF
 }
 

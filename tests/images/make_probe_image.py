@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Write a tiny busybox container image as an OCI image-layout tar.
+"""Write a tiny container image as an OCI image-layout tar: the busybox probe image, or a pause image.
 
 The result imports with ``ctr -n k8s.io images import FILE`` (containerd 1.6,
 1.7 and 2.x) under the name given with ``--name`` (annotation
@@ -9,6 +9,13 @@ symlink per applet that the probes use.
 
     make_probe_image.py --busybox /bin/busybox --out probe.tar \
         --name localhost/ng-probe:latest
+
+With ``--pause BINARY`` instead, the image is a node's sandbox image as the
+kubelet pulls it (registry.k8s.io/pause): one file, /pause, as its entrypoint,
+run as user 65535, nothing else (no shell, no /bin/true).
+
+    make_probe_image.py --pause pause --out pause.tar \
+        --name registry.k8s.io/pause:3.6
 """
 
 from __future__ import annotations
@@ -70,18 +77,39 @@ def digest_of(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def build_pause_layer(pause: bytes) -> bytes:
+    return _tar_bytes([_file("pause", pause, 0o755)])
+
+
+PROBE_CONFIG = {
+    "Env": ["PATH=/bin"],
+    "Cmd": ["/bin/sh"],
+    "Labels": {"org.nodeguard.probe": "true"},
+}
+PAUSE_CONFIG = {
+    "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+    "Entrypoint": ["/pause"],
+    "User": "65535:65535",
+    "WorkingDir": "/",
+    "Labels": {"org.nodeguard.pause": "true"},
+}
+
+
 def build_image(busybox: bytes, name: str) -> bytes:
-    layer = build_layer(busybox)
+    return build_oci_archive(build_layer(busybox), PROBE_CONFIG, name)
+
+
+def build_pause_image(pause: bytes, name: str) -> bytes:
+    return build_oci_archive(build_pause_layer(pause), PAUSE_CONFIG, name)
+
+
+def build_oci_archive(layer: bytes, image_config: dict, name: str) -> bytes:
     layer_digest = digest_of(layer)
     config = {
         "architecture": "amd64",
         "os": "linux",
         "created": "1970-01-01T00:00:00Z",
-        "config": {
-            "Env": ["PATH=/bin"],
-            "Cmd": ["/bin/sh"],
-            "Labels": {"org.nodeguard.probe": "true"},
-        },
+        "config": image_config,
         "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
         "history": [{"created": "1970-01-01T00:00:00Z", "created_by": "make_probe_image.py"}],
     }
@@ -135,13 +163,21 @@ def build_image(busybox: bytes, name: str) -> bytes:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--busybox", required=True, help="a statically linked busybox binary")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--busybox", help="a statically linked busybox binary (the probe image)")
+    source.add_argument("--pause", help="a statically linked pause binary (a sandbox image)")
     parser.add_argument("--out", required=True, help="where to write the OCI archive")
-    parser.add_argument("--name", default="localhost/ng-probe:latest")
+    parser.add_argument("--name", default=None, help="default: localhost/ng-probe:latest (--busybox), "
+                        "registry.k8s.io/pause:3.10 (--pause)")
     args = parser.parse_args(argv)
-    with open(args.busybox, "rb") as fh:
-        busybox = fh.read()
-    data = build_image(busybox, args.name)
+    with open(args.busybox or args.pause, "rb") as fh:
+        binary = fh.read()
+    if args.busybox:
+        args.name = args.name or "localhost/ng-probe:latest"
+        data = build_image(binary, args.name)
+    else:
+        args.name = args.name or "registry.k8s.io/pause:3.10"
+        data = build_pause_image(binary, args.name)
     tmp = args.out + ".part"
     with open(tmp, "wb") as fh:
         fh.write(data)

@@ -124,7 +124,7 @@ def test_a_missing_handler_fails_the_node_and_the_task(run_module, node):
     assert '[handler:nvidia]' in r['msg'] and 'NOT READY' in r['msg']
     # reported only: fail false, or the check is optional
     assert not check(run_module, n, handlers=['runc', 'nvidia'], fail=False)[1]['ok']
-    r, report = check(run_module, n, handlers=['runc', 'nvidia'], probe=True,
+    r, report = check(run_module, n, handlers=[{'name': 'runc', 'probe': False}, 'nvidia'], probe=True,
                       optional_checks=['handler:nvidia', 'probe:nvidia'])
     assert report['ok'] and report['warnings'] == ['handler:nvidia', 'probe:nvidia'], report
 

@@ -171,7 +171,7 @@ def check(env, run_module, tmp_path):
 
     def run(handlers, pass_config_path=True, expect_fail=False):
         res = run_module("containerd_readiness", expect_fail=expect_fail, path=env["config"], address=env["address"],
-                         handlers=handlers, probe_image=PROBE_IMAGE, probe_image_required=True,
+                         handlers=handlers, probe_image=PROBE_IMAGE, probe_command=["/bin/true"], probe_image_required=True,
                          pass_config_path=pass_config_path, kubernetes="false", timeout=30,
                          env={"PATH": "%s:%s" % (bin_dir, os.environ["PATH"])})
         report = res["readiness"]

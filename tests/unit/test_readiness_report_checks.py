@@ -57,7 +57,7 @@ class Node(object):
         cfg.write_text('version = 2\n')
         self.p = dict(path=str(cfg), address=None, ctr='/usr/bin/ctr', probe_namespace='nodeguard',
                       probe_image='img', probe_command=['true'], pass_config_path=True, handlers=['runc'],
-                      probe=True, probe_archive=None, probe_timeout=30, probe_image_required=True, check_drift=False,
+                      probe=True, probe_archive=None, probe_pull=False, probe_timeout=30, probe_image_required=True, check_drift=False,
                       state_dir=str(tmp_path / 'state'), drift_accounted=[], baseline_name='pre-gpu',
                       drift_result=None, baseline_store=str(tmp_path / 'store'), kubernetes='auto', kubectl=None,
                       kubeconfig=[], node_name='n1', static_pods=[], kube_timeout=0, optional_checks=[],
@@ -74,9 +74,9 @@ class Node(object):
         self.record('plugins_ls', *a)
         return (list(self.rows) if self.rows is not None else None), self.plugins_error
 
-    def probe_image(self, opts, archive, may_import=True):
+    def probe_image(self, opts, archive, may_import=True, pull=False):
         self.record('probe_image', opts, archive, may_import=may_import)
-        return dict(self.image)
+        return dict(self.image, probe_image=opts['probe_image'])
 
     def run_probes(self, probes, timeout):
         self.record('run_probes', probes, timeout)
@@ -123,7 +123,7 @@ def test_a_working_node_passes_every_check_in_order(node):
     assert c['cri_plugin']['reason'] == 'io.containerd.grpc.v1.cri ok'
     assert c['handler:runc']['reason'] == ('runtime runc in the effective config (io.containerd.runc.v2 '
                                            'BinaryName=/usr/bin/runc)')
-    assert c['probe:runc']['reason'] == 'probe container exited 0 in 1.25 s through runc'
+    assert c['probe:runc']['reason'] == 'probe container (img) exited 0 in 1.25 s through runc'
     assert c['baseline_drift'] == dict(name='baseline_drift', status='skip', required=False,
                                        reason='disabled (node_readiness_check_drift: false)')
     assert c['kubernetes_node_ready'] == dict(name='kubernetes_node_ready', status='skip', required=False,
@@ -289,15 +289,15 @@ def test_a_failed_probe_quotes_its_last_line_and_notes(node):
     r = node.report(pass_config_path=False)
     c = by_name(r)
     assert c['probe:kata'] == dict(name='probe:kata', status='fail', required=True,
-                                   reason='probe container through kata: rc=1 ctr: failed to create shim task: boom')
+                                   reason='probe container (img) through kata: rc=1 ctr: failed to create shim task: boom')
     assert c['probe:runc']['status'] == 'pass'
     assert r['failed'] == ['probe:kata']
     (probes, timeout), _kw = node.calls['run_probes'][-1]
     assert [p[0] for p in probes] == ['runc', 'kata'] and timeout == 30
     node.probe_results = {'kata': dict(ok=False, rc=124, seconds=30.0, stdout='last of stdout\n', stderr='')}
-    assert by_name(node.report())['probe:kata']['reason'] == 'probe container through kata: rc=124 last of stdout'
+    assert by_name(node.report())['probe:kata']['reason'] == 'probe container (img) through kata: rc=124 last of stdout'
     node.probe_results = {'kata': dict(ok=False, rc=2, seconds=0.1, stdout='', stderr='')}
-    assert by_name(node.report())['probe:kata']['reason'] == 'probe container through kata: rc=2 '
+    assert by_name(node.report())['probe:kata']['reason'] == 'probe container (img) through kata: rc=2 '
 
 
 def test_probe_notes_are_added_to_the_verdict(node):
@@ -305,11 +305,11 @@ def test_probe_notes_are_added_to_the_verdict(node):
                         '  runtime_type = "io.containerd.runc.v2"\n  runtime_path = "/x/runc"\n  snapshotter = "zfs"\n')
     c = by_name(node.report(ctx=Ctx((0, dump, ''))))
     assert c['probe:runc']['reason'] == (
-        'probe container exited 0 in 1.25 s through runc; runtime_path /x/runc not used by ctr for a runc-type '
+        'probe container (img) exited 0 in 1.25 s through runc; runtime_path /x/runc not used by ctr for a runc-type '
         'runtime; handler snapshotter zfs not used: the probe runs on the default snapshotter')
     node.probe_results = {'runc': dict(ok=False, rc=1, seconds=0.1, stdout='', stderr='no\n')}
     assert by_name(node.report(ctx=Ctx((0, dump, ''))))['probe:runc']['reason'].startswith(
-        'probe container through runc: rc=1 no; runtime_path /x/runc')
+        'probe container (img) through runc: rc=1 no; runtime_path /x/runc')
 
 
 def test_a_handler_not_probed_says_why(node):
@@ -324,17 +324,22 @@ def test_a_missing_probe_image_fails_or_skips_as_asked(node):
     node.image = dict(probe_image='img', probe_image_present=False)
     c = by_name(node.report())
     assert c['probe:runc'] == dict(name='probe:runc', status='fail', required=True,
-                                   reason='probe image img not in containerd namespace nodeguard')
+                                   reason='probe image img is not in containerd namespace nodeguard; not pulled '
+                                          '(probe_pull is false)')
     c = by_name(node.report(probe_image_required=False))
     assert c['probe:runc'] == dict(name='probe:runc', status='skip', required=False,
-                                   reason='probe image img not in containerd namespace nodeguard; set '
-                                          'node_readiness_probe_image or node_readiness_probe_archive')
+                                   reason='probe image img is not in containerd namespace nodeguard; not pulled '
+                                          '(probe_pull is false) (probe_image_required is false)')
     node.image = dict(probe_image='img', probe_image_present=False, probe_image_import_error='ctr: bad archive')
     assert by_name(node.report(probe_archive='/a.tar'))['probe:runc']['reason'] == (
-        'probe image img not in containerd namespace nodeguard (import of /a.tar failed: ctr: bad archive)')
+        'probe image img is not in containerd namespace nodeguard; import of /a.tar failed: ctr: bad archive; '
+        'not pulled (probe_pull is false)')
+    node.image = dict(probe_image='img', probe_image_present=False, probe_image_pull_error='dial tcp: no route')
+    assert by_name(node.report(probe_pull=True))['probe:runc']['reason'] == (
+        'probe image img is not in containerd namespace nodeguard; pull failed: dial tcp: no route')
     node.image = dict(probe_image='img', probe_image_present=False, probe_image_import_skipped=True)
     assert by_name(node.report(probe_archive='/a.tar'))['probe:runc']['reason'] == (
-        'probe image img not in containerd namespace nodeguard (not imported from /a.tar in check mode)')
+        'probe image img is not in containerd namespace nodeguard (not imported or pulled in check mode)')
 
 
 def test_the_probe_image_is_imported_only_outside_check_mode_and_with_ctr(node):
@@ -345,7 +350,7 @@ def test_the_probe_image_is_imported_only_outside_check_mode_and_with_ctr(node):
     n = len(node.calls['probe_image'])
     r = node.report(ctr=None)
     assert len(node.calls['probe_image']) == n
-    assert by_name(r)['probe:runc']['reason'].startswith('probe image img not in containerd namespace')
+    assert by_name(r)['probe:runc']['reason'] == 'probe image img is not in containerd namespace nodeguard (no ctr binary to look)'
     node.report(handlers=['absent'])
     assert len(node.calls['probe_image']) == n       # no present handler to probe
 

@@ -245,10 +245,12 @@ class Daemon(object):
         self.calls.append((argv, timeout))
         return (self.restart_rc, 'out: ' + 'o' * 500, '') if self.restart_rc else (0, '', '')
 
-    def wait_ready(self, unit, ctr, address, version, timeout, reset_failed=False):
+    def wait_ready(self, unit, ctr, address, version, timeout, reset_failed=False, journal_since=None):
         self.waits.append(dict(unit=unit, ctr=ctr, address=address, version=version, timeout=timeout,
                                reset_failed=reset_failed))
-        return dict(ok=self.wait_ok, msg='waited', recorded=None)
+        self.journal_since = journal_since
+        journal = [] if self.wait_ok else ['sh[7]: ExecStartPre says no']
+        return dict(ok=self.wait_ok, msg='waited', recorded=None, journal=journal)
 
     def load_test(self, binary, path, run_command=None, timeout=None):
         self.loads.append((binary, path, timeout))

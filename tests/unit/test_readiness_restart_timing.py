@@ -21,6 +21,9 @@ class Monotonic(object):
     def monotonic(self):
         return self.readings.pop(0)
 
+    def time(self):
+        return 1800000000.0
+
 
 def test_the_restart_seconds_are_in_hundredths(node, monkeypatch):  # noqa: F811
     node.started('active', time.time() - 3600)

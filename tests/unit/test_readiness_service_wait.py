@@ -32,6 +32,7 @@ class Node(object):
         self.states = list(states)
         self.ctr_outputs = list(ctr_outputs)
         self.calls = []
+        self.journal = (0, '', '')  # journalctl -o json: one entry a line
 
     def __call__(self, argv, timeout=30):
         self.calls.append((list(argv), timeout))
@@ -43,6 +44,8 @@ class Node(object):
             return 0, ''.join('%s=%s\n' % (k, state[k]) for k in props if k in state) + 'noise line\n', ''
         if argv[:2] in (['systemctl', 'reset-failed'], ['systemctl', 'start']):
             return 0, '', ''
+        if argv[0] == 'journalctl':
+            return self.journal
         if argv[1:2] == ['--address']:
             out = self.ctr_outputs.pop(0) if len(self.ctr_outputs) > 1 else self.ctr_outputs[0]
             return (0, out, '') if not isinstance(out, tuple) else out
