@@ -164,11 +164,15 @@ def restart(ctx, opts, check_mode):
     if not needed or fact['refused'] or check_mode:
         return fact, decision, preflight
     # blocking, as systemd_service state=restarted; a refused start (start-limit-hit) is handled by the wait
+    # a failed wait quotes the unit's journal since this restart (not the stopped containerd's farewell):
+    # the cause in its own words
+    _rc, stopped_pid, _err = run(['systemctl', 'show', opts['unit'], '--property=MainPID', '--value'], timeout=15)
+    stopped_pid = stopped_pid.strip()
     restarted_at = time.time()
     rc, out, err = run(['systemctl', 'restart', opts['unit']], timeout=max(opts['timeout'], 30) + 60)
-    # a failed wait quotes the unit's journal since this restart: the cause in its own words
     wait = wait_ready(opts['unit'], opts['ctr'], opts['address'] or decision.get('address') or DEFAULT_ADDRESS,
-                      ctx.containerd_version, opts['timeout'], reset_failed=True, journal_since=restarted_at - 1)
+                      ctx.containerd_version, opts['timeout'], reset_failed=True, journal_since=restarted_at - 1,
+                      journal_skip_pid=stopped_pid if stopped_pid.isdigit() and stopped_pid != '0' else None)
     wait['restart_rc'] = rc
     if rc != 0:
         wait['restart_error'] = (err or out).strip()[-400:]

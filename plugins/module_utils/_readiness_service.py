@@ -71,10 +71,11 @@ def _journal_line(entry):
     return ('%s[%s]: %s' % (who, pid, message) if pid else '%s: %s' % (who, message)).strip()[:300]
 
 
-def journal_tail(unit, since=None, lines=JOURNAL_LINES):
+def journal_tail(unit, since=None, lines=JOURNAL_LINES, skip_pid=None):
     """(last lines of the unit's journal, error or None): its processes' output (ExecStartPre, containerd)
-    and systemd's own lines about it; since (epoch seconds) leaves out what came before."""
-    argv = ['journalctl', '-u', unit, '-o', 'json', '--no-pager', '-n', str(lines)]
+    and systemd's own lines about it; since (epoch seconds) leaves out what came before, skip_pid the lines
+    of that process (the containerd a restart stopped)."""
+    argv = ['journalctl', '-u', unit, '-o', 'json', '--no-pager', '-n', str(lines * 2 if skip_pid else lines)]
     if since:
         argv += ['--since', '@%.6f' % since]
     rc, out, err = run(argv, timeout=15)
@@ -86,9 +87,20 @@ def journal_tail(unit, since=None, lines=JOURNAL_LINES):
             entry = json.loads(text)
         except ValueError:
             continue
-        if isinstance(entry, dict):
+        if isinstance(entry, dict) and not (skip_pid and str(entry.get('_PID')) == str(skip_pid)):
             tail.append(_journal_line(entry))
     return [line for line in tail if line][-lines:], None
+
+
+def telling_lines(journal, limit=JOURNAL_IN_MSG):
+    """The journal lines a message quotes, in their order: the unit's own processes' last words (ExecStartPre,
+    containerd) and systemd's last lines on how they ended; systemd's routine lines (scheduled restart, a
+    skipped modprobe) only when there is nothing else."""
+    own = [i for i, line in enumerate(journal) if not line.startswith(('systemd[', '('))]
+    ended = [i for i, line in enumerate(journal) if line.startswith('systemd[')
+             and ('exited' in line or 'Failed' in line or 'start-limit' in line)]
+    chosen = sorted(set(own[-(limit - 2):] + ended[-2:]))
+    return [journal[i] for i in chosen] if chosen else journal[-limit:]
 
 
 def plugins_ls(ctr, address):
@@ -127,7 +139,8 @@ def _seconds(state, prop):
     return value or None
 
 
-def wait_ready(unit, ctr, address, version, timeout, interval=0.1, reset_failed=False, journal_since=None):
+def wait_ready(unit, ctr, address, version, timeout, interval=0.1, reset_failed=False, journal_since=None,
+               journal_skip_pid=None):
     """Wait (bounded) until the unit is active and its CRI plugins ok; the report of containerd_readiness step=wait.
 
     systemd's start-limit-hit ends the wait, unless reset_failed: then
@@ -193,9 +206,9 @@ def wait_ready(unit, ctr, address, version, timeout, interval=0.1, reset_failed=
         msg = 'containerd active but CRI plugins not ok within %s s: %s%s' % (
             timeout, ', '.join('%s=%s' % kv for kv in sorted(cri.items())) or 'no plugin list',
             (' (' + plugin_error + ')') if plugin_error else '')
-    journal, journal_error = ([], None) if ok else journal_tail(unit, journal_since)
+    journal, journal_error = ([], None) if ok else journal_tail(unit, journal_since, skip_pid=journal_skip_pid)
     if journal:
-        msg += '; journal of %s: %s' % (unit, ' | '.join(journal[-JOURNAL_IN_MSG:]))
+        msg += '; journal of %s: %s' % (unit, ' | '.join(telling_lines(journal)))
     elif journal_error:
         msg += '; %s' % journal_error
     return dict(ok=ok, msg=msg, unit=unit, active_state=state.get('ActiveState'), sub_state=state.get('SubState'),

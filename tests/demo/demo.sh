@@ -10,9 +10,14 @@
 #   3. site.yml again: nothing changed, no restart;
 #   4. site.yml with both states absent: one restart, and config.toml is
 #      byte-identical to what it was before the install.
-# The GPU and kata parts are the test stand-ins (tests/standins/): programs
-# that run runc / the runc shim, so containers really start through each
-# handler. The node is left running for a look around
+# The node is prepared like a real kubelet node: the only image in
+# containerd's k8s.io namespace is its sandbox (pause) image, under the name
+# its effective config gives (registry.k8s.io/pause:3.6 on containerd 1.6);
+# the test probe image is removed. The readiness probes run that pause image
+# through every handler (start, seen running, SIGTERM, removed), as they do on
+# a real node. The GPU and kata parts are the test stand-ins
+# (tests/standins/): programs that run runc / the runc shim, so containers
+# really start through each handler. The node is left running for a look around
 # (podman exec -it ng-demo bash); `make demo-clean` removes it.
 #
 #   tests/demo/demo.sh            run the demo
@@ -57,6 +62,19 @@ echo "started $NODE"
 state=$(timeout 120 podman exec "$NODE" systemctl is-system-running --wait || true)
 echo "systemd: $state"
 
+say "prepared like a real kubelet node: only the sandbox (pause) image in k8s.io"
+podman exec "$NODE" systemctl disable --now ng-probe-import >/dev/null 2>&1 || true
+podman exec "$NODE" ctr -n k8s.io images rm localhost/ng-probe:latest >/dev/null 2>&1 || true
+podman exec "$NODE" rm -f /opt/nodeguard/probe-image.tar
+timeout 60 podman exec "$NODE" sh -c 'until systemctl is-active -q ng-pause-import; do sleep 0.5; done' || true
+images=$(podman exec "$NODE" ctr -n k8s.io images ls -q | grep -v '^sha256:' || true)
+echo "images in k8s.io: $images"
+# sandbox_image (config version 2) or pinned_images.sandbox (3): the kubelet pulls that name
+sandbox=$(podman exec "$NODE" containerd config dump | grep -E "^\s*(sandbox_image|sandbox) = " | head -n 1 |
+    sed -E "s/.*= [\"'](.*)[\"']\s*$/\1/")
+echo "sandbox image of the effective config: $sandbox"
+[ "$images" = "$sandbox" ] || { echo "the node is not prepared like a kubelet node (images: $images)" >&2; exit 1; }
+
 mkdir -p "$DEMO"
 cat >"$DEMO/inventory.yml" <<INV
 all:
@@ -81,7 +99,6 @@ rc=0
 ansible-playbook -i "$DEMO/inventory.yml" playbooks/verify.yml \
     -e target="$NODE" \
     -e node_readiness_check_drift="$baseline" \
-    -e node_readiness_probe_image_required=true \
     -e node_readiness_show_report=false \
     -e node_readiness_report_path=/var/lib/nodeguard/readiness.json || rc=$?
 
@@ -102,7 +119,6 @@ site() {  # site.yml LOG STATE [extra args]: both roles to STATE
     ansible-playbook -i "$DEMO/inventory.yml" playbooks/site.yml \
         -e target="$NODE" -e gpu_toolkit_state="$state" -e coco_state="$state" \
         -e coco_payload_archive="$DEMO/kata-payload.tar.gz" \
-        -e node_readiness_probe_image_required=true \
         -e node_readiness_pass_config_path=false \
         -e node_readiness_show_report=false \
         -e node_readiness_report_path=/var/lib/nodeguard/readiness.json \
@@ -132,6 +148,19 @@ s1=$(starts)
 echo "install: $(recap "$DEMO/install.log"), containerd restarts: $((s1 - s0))"
 podman exec "$NODE" cat /var/lib/nodeguard/readiness.json >"$DEMO/readiness-installed.json"
 python3 "$REPO/tests/demo/report_table.py" "$DEMO/readiness-installed.json"
+# every handler probed with the sandbox image: runc, the GPU runtime, each kata handler
+python3 - "$DEMO/readiness-installed.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+probes = [c for c in report["checks"] if c["name"].startswith("probe:")]
+handlers = [c["name"] for c in report["checks"] if c["name"].startswith("handler:")]
+bad = [c for c in probes if c["status"] != "pass"]
+image = report["probe_image"]["image"]
+if bad or len(probes) != len(handlers) or image != report["containerd"]["sandbox_image"]:
+    sys.exit("not every handler was probed with the sandbox image: %s" % (bad or probes))
+print("probed %d handlers with the sandbox image %s: %s"
+      % (len(probes), image, ", ".join(c["name"][len("probe:"):] for c in probes)))
+PY
 podman exec "$NODE" cat /etc/containerd/config.toml >"$DEMO/config.installed.toml"
 echo
 echo "config.toml, before -> installed:"

@@ -177,6 +177,35 @@ def test_a_failed_wait_quotes_the_unit_s_journal(monkeypatch):
                         '--since', '@1800000000.500000']
 
 
+def test_the_message_quotes_the_unit_s_own_words_before_systemd_s_routine():
+    journal = ['sh[379]: site-check: /dev/nvidia0 is missing',
+               'systemd[1]: containerd.service: Control process exited, code=exited, status=1/FAILURE',
+               "systemd[1]: containerd.service: Failed with result 'exit-code'.",
+               'systemd[1]: Failed to start containerd.service - containerd container runtime.',
+               'systemd[1]: containerd.service: Scheduled restart job, restart counter is at 1.',
+               'systemd[1]: Stopped containerd.service - containerd container runtime.',
+               '(modprobe)[1055]: containerd.service: Executable /sbin/modprobe missing, skipping']
+    assert svc.telling_lines(journal) == journal[:1] + journal[2:4]
+    routine = journal[4:]
+    assert svc.telling_lines(routine) == routine  # nothing telling: the last lines as they are
+    many = ['containerd[9]: line %d' % i for i in range(10)] + journal[1:3]
+    assert svc.telling_lines(many) == many[6:10] + journal[1:3]
+
+
+def test_the_stopped_containerd_s_farewell_is_left_out(monkeypatch):
+    seen = []
+
+    def run(argv, timeout=30):
+        seen.append(argv)
+        return 0, ''.join(json.dumps(e) + '\n' for e in JOURNAL), ''
+    monkeypatch.setattr(svc, 'run', run)
+    lines, error = svc.journal_tail('containerd', skip_pid='9')
+    assert error is None and lines == ['sh[412]: site-check: /dev/nvidia0 is missing',
+                                       'systemd[1]: containerd.service: Control process exited, code=exited, '
+                                       'status=1/FAILURE']
+    assert seen[-1][-2:] == ['-n', '30']  # twice the lines: the skipped ones do not shorten the tail
+
+
 def test_an_unreadable_journal_is_said(monkeypatch):
     monkeypatch.setattr(svc, 'run', lambda argv, timeout=30: (
         (1, '', 'No journal files were found.') if argv[0] == 'journalctl' else (0, 'ActiveState=failed\n', '')))

@@ -87,7 +87,7 @@ def test_restart_was_timed(report):
 def test_probes_went_through_the_stand_ins(box, report):
     """The nvidia probe ran the BinaryName stand-in; kata probes ran the shim stand-in."""
     nvidia = box.file("/var/log/nodeguard-standin/nvidia.log").content_string
-    probe_ids = {h: report["probes"][h]["argv"][-2] for h in HANDLERS}
+    probe_ids = {h: report["probes"][h]["argv"][-1] for h in HANDLERS}  # a start probe: ... image, id
     assert probe_ids["nvidia"] in nvidia, "runc was not called through the nvidia stand-in for the probe"
     assert "--systemd-cgroup" in nvidia, "the nvidia handler's SystemdCgroup did not reach runc"
     kata = box.file("/var/log/nodeguard-standin/kata.log").content_string
@@ -100,6 +100,43 @@ def test_probes_went_through_the_stand_ins(box, report):
 
 def test_no_probe_container_left(box):
     assert "nodeguard-probe" not in box.check_output("ctr -n k8s.io containers ls -q")
+    assert "nodeguard-probe" not in box.check_output("ctr -n k8s.io tasks ls -q")
+
+
+def sandbox_image(box):
+    """The node's sandbox image, from its own containerd's config dump."""
+    dump = box.check_output("containerd config dump")
+    match = re.search(r"""^\s*(?:sandbox_image|sandbox) = ["']([^"']+)["']""", dump, re.M)
+    return match.group(1)
+
+
+def test_the_probes_ran_the_sandbox_image_of_a_kubelet_node(name, box, report):
+    """Only the pause image is in k8s.io; every handler's probe started it, saw it running, stopped it."""
+    sandbox = sandbox_image(box)
+    assert sandbox == {"ng-bookworm": "registry.k8s.io/pause:3.6", "ng-trixie": "registry.k8s.io/pause:3.8",
+                       "ng-ctd21": "registry.k8s.io/pause:3.10"}[name]
+    images = [i for i in box.check_output("ctr -n k8s.io images ls -q").split() if not i.startswith("sha256:")]
+    assert images == [sandbox]
+    assert report["probe_image"]["image"] == sandbox == report["containerd"]["sandbox_image"]
+    by_name = {c["name"]: c for c in report["checks"]}
+    for handler in HANDLERS:
+        probe = report["probes"][handler]
+        assert probe["kind"] == "start" and probe["status"] == "RUNNING" and probe["stopped_by"] == "SIGTERM", probe
+        assert probe["argv"][-2] == sandbox
+        assert "seen running, stopped by SIGTERM" in by_name["probe:" + handler]["reason"]
+
+
+def test_a_missing_image_fails_the_probe_with_the_reason(host, box):
+    """No registry is reachable: an image not on the node fails the check, naming the failed pull."""
+    image = "registry.nodeguard.invalid/pause:3.9"
+    res = readiness(host, "handlers=runc,nvidia kubernetes=false probe_timeout=20 probe_image=" + image)
+    report = res["readiness"]
+    assert report["ok"] is False and report["failed"] == ["probe:runc", "probe:nvidia"], report["failed"]
+    for check in report["checks"]:
+        if check["name"].startswith("probe:"):
+            assert check["reason"].startswith("probe image %s is not in containerd namespace k8s.io; pull failed: "
+                                              % image), check
+    assert image not in box.check_output("ctr -n k8s.io images ls -q")
 
 
 def test_config_kept_its_comments(box):

@@ -1,4 +1,4 @@
-"""The playbooks as AWX runs job templates (#14 part 4), on the readiness nodes.
+"""The playbooks as AWX runs job templates, on the readiness nodes.
 
 ansible-runner with a private data dir: the playbooks as the project, the
 collection installed from its built tarball into the job's own collections
