@@ -209,6 +209,8 @@ class EffectiveConfig(object):
         # containerd 2.x reads a version 2 main file by migrating it to 3
         self.migrates = not self.replace and self.main_version == 2 and containerd_ver is not None \
             and containerd_ver[0] >= 2
+        # containerd 2.3 migrates each file from its own version before the merge (facts note, 2.3.4)
+        self.per_file = containerd_ver is not None and tuple(containerd_ver[:2]) >= (2, 3)
         self.merged = {}
         self.origin = {}
         self.ignored = []       # (file, reason) containerd skips
@@ -217,10 +219,12 @@ class EffectiveConfig(object):
         self._last_versioned = main_path
         for index, (path, data) in enumerate(self.files):
             self._merge_file(index, path, data)
-        if not self.replace:
+        if self.per_file:
+            pass  # each file's version 2 CRI table was migrated as it was read (_migrated_alone)
+        elif not self.replace:
             self._read_v2_cri()
         elif containerd_ver is not None and tuple(containerd_ver[:2]) < (1, 7):
-            self._drop_keys(NOT_IN_1_6, 'containerd %s has no CDI (it came in 1.7): it accepts the key and drops it'
+            self._drop_keys(NOT_IN_1_6, 'containerd %s has no CDI (it came in 1.7): the key is accepted and dropped'
                             % version_text(containerd_ver))
 
     def _read_v2_cri(self):
@@ -234,10 +238,6 @@ class EffectiveConfig(object):
                 self.unread[(path, key)] = ('it has no version line, and the last file read with one (%s) says '
                                             'version = %d, so containerd 2.x migrates no version 2 CRI table'
                                             % (self._last_versioned, self._last_version))
-            elif why == NOT_MIGRATED:
-                self.unread[(path, key)] = ('a version 3 file is read after it (%s, the last with a version '
-                                            'line), and containerd 2.x then migrates no version 2 CRI table'
-                                            % self._last_versioned)
         versions = dict((p, file_version(d)) for p, d in self.files)
         for (path, key) in [k for k in self.unread if versions.get(k[0], 2) >= 3]:
             # measured on 2.1: the version 2 plugin id in a version 3 file is the gRPC plugin's, which
@@ -286,8 +286,23 @@ class EffectiveConfig(object):
         self._last_versioned = path
         return data
 
+    def _migrated_alone(self, path, data):
+        """containerd 2.3: one file's version 2 CRI table in version 3 layout (also in a version 3 file, which
+        2.1 ignored); its own version 3 keys win, as in 2.1's migration. Files then deep-merge."""
+        if not isinstance(get_in(data, ('plugins', CRI_V2)), dict):
+            return data
+        data = copy.deepcopy(data)
+        origin = dict((leaf, path) for leaf, _v in iter_leaves(data))
+        for (_file, key), why in migrate_merged_v2(data, origin, True, [path]).items():
+            self.unread[(path, key)] = why
+        if not data['plugins'][CRI_V2]:
+            del data['plugins'][CRI_V2]
+        return data
+
     def _merge_file(self, index, path, data):
         data = self._as_read(index, path, data)
+        if data is not None and self.per_file:
+            data = self._migrated_alone(path, data)
         if data is None:
             return
         if not index:
@@ -344,11 +359,13 @@ class EffectiveConfig(object):
         """A key path of one file (default: main) as it appears in the merged view."""
         path = tuple(path)
         version = self._version_of(file_path)
-        if version == 1 and (self.replace or self.main_version == 2):
+        if version == 1 and (self.replace or self.main_version == 2 or file_path not in (None, self.main_path)):
             # read as version 2 (_as_read): version 1's CRI plugin id is the version 2 one
             if path[:2] == ('plugins', 'cri'):
                 path = ('plugins', CRI_V2) + path[2:]
             version = 2
+        if self.per_file and path[:2] == ('plugins', CRI_V2):
+            return translate_v2_path(path)  # 2.3 migrates the version 2 CRI table of every file
         if not self.replace and (self.migrates or self.main_version >= 3) and version == 2:
             return translate_v2_path(path)
         return path
@@ -458,10 +475,11 @@ def effects_of(view, file_path, changes):
 
 def _why_shadowed(view, merged_path, file_path, source):
     ver = version_text(view.containerd_ver, '1.x')
-    for n in range(len(merged_path), 2, -1):
-        unread = view.unread.get((file_path, merged_path[:n]))
-        if unread:
-            return 'containerd %s does not read it from %s: %s' % (ver, file_path, unread)
+    for candidate in (merged_path, translate_v2_path(merged_path)):  # unread keys are kept in version 3 layout
+        for n in range(len(candidate), 2, -1):
+            unread = view.unread.get((file_path, candidate[:n]))
+            if unread:
+                return 'containerd %s does not read it from %s: %s' % (ver, file_path, unread)
     if source and source != file_path:
         if view.replace and merged_path[:1] == ('plugins',) and len(merged_path) > 1:
             return ('%s defines plugins."%s" too, and containerd %s replaces the whole plugin table with the '

@@ -60,6 +60,7 @@ CRI_V2 = 'io.containerd.grpc.v1.cri'
 CRI_V3_RUNTIME = 'io.containerd.cri.v1.runtime'
 CRI_V3_IMAGES = 'io.containerd.cri.v1.images'
 SNAPSHOTTER = 'io.containerd.snapshotter.v1.'
+SERVER = 'io.containerd.server.v1.'  # config version 4's server tables (grpc, ttrpc, debug, metrics)
 
 # Snapshotters that work on block devices, pools, loop devices or kernel
 # modules of the host: devmapper (device-mapper thin pools), zfs and btrfs
@@ -260,6 +261,7 @@ class _Sandbox(object):
             tab = data.get(section)
             if isinstance(tab, dict) and tab.get(key):
                 tab[key] = target
+        self._server_tables(data, version, is_main)
         debug = data.get('debug')
         if isinstance(debug, dict) and debug.get('format') not in (None, '', 'text'):
             debug['format'] = 'text'  # the log is parsed; a json log says the same
@@ -311,6 +313,19 @@ class _Sandbox(object):
                         del tab['cni']
         self._device_snapshotters(data, version, is_main, where)
         return data
+
+    def _server_tables(self, data, version, is_main):
+        """Version 4 (containerd 2.3): the server's sockets live in plugin tables, and with a ttrpc table
+        --address no longer moves the ttrpc socket: every address points into the private folder, or the
+        test daemon would replace the host daemon's sockets."""
+        if version < 4:
+            return
+        for plugin, target in (('grpc', self.socket), ('ttrpc', self.socket + '.ttrpc'),
+                               ('debug', self.p('debug.sock')), ('metrics', '')):
+            for tab in _tables(data, version, SERVER + plugin, create=is_main and plugin in ('grpc', 'ttrpc')):
+                tab['address'] = target
+        for tab in _tables(data, version, SERVER + 'grpc-tcp'):
+            tab['tcp_address'] = ''  # a private network namespace; nothing listens on the host
 
     def _device_snapshotters(self, data, version, is_main, where):
         for short in DEVICE_SNAPSHOTTERS:

@@ -360,9 +360,16 @@ def node_text(containerd_ver):
 
 
 def _higher_version_fate(containerd_ver):
-    """What containerd 1.x does with a drop-in whose version is higher than the main file's (measured)."""
+    """What containerd does with a drop-in whose version is higher than the main file's (measured on 1.6, 1.7,
+    2.1; 2.3 from its documented rule). The config.toml man page forbids it for every version."""
     if containerd_ver is None:
-        return 'containerd 1.7 refuses it and 1.6 does not read it'
+        return 'containerd 1.7 refuses it and 1.6 does not read it'  # a version 2 main file: 1.x likely
+    if tuple(containerd_ver[:2]) >= (2, 3):
+        return ('containerd %s does not start ("drop-in config version %%d higher than root config version %%d")'
+                % node_text(containerd_ver))
+    if containerd_ver[0] >= 2:
+        return ('the containerd config.toml man page forbids it: containerd %s reads it, but 2.3 and later do not '
+                'start, so the node breaks at the next containerd upgrade' % node_text(containerd_ver))
     if tuple(containerd_ver[:2]) >= (1, 7):
         return 'containerd %s refuses it' % node_text(containerd_ver)
     return ('containerd %s does not read it (it knows no version 3 plugin ids), so nothing in it takes effect'
@@ -442,11 +449,13 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
     for index, (path, data) in enumerate(files):
         errors.extend(short_plugin_ids(path, data, not index, containerd_ver))
         version = file_version(data)
-        if index and version > main_version and not (version == 3 and reads_v3(containerd_ver)):
+        if index and version > main_version:
+            fate = _higher_version_fate(containerd_ver)
+            if '%d' in fate:
+                fate = fate % (version, main_version)
             errors.append('%s has version = %d, higher than the main config %s (version = %d): %s. Fix: write '
                           'the drop-in with version = %d.'
-                          % (path, version, main_path, main_version, _higher_version_fate(containerd_ver),
-                             main_version))
+                          % (path, version, main_path, main_version, fate, main_version))
             continue
         if version not in SUPPORTED_VERSIONS:
             continue  # the main file's version was checked when it was read
@@ -498,7 +507,29 @@ def check_warnings(main_path, main_data, containerd_ver, overrides=None):
     for path, data in files:
         if self_imports(path, data, containerd_ver):
             warnings.append(self_import_warning(path))
+    warnings.extend(shim_env_warnings(files, containerd_ver))
     return warnings
+
+
+TASK_PLUGIN = 'io.containerd.runtime.v2.task'
+SHIM_MANAGER = 'io.containerd.shim.v1.manager'
+
+
+def shim_env_warnings(files, containerd_ver):
+    """containerd 2.3.4: migrating a file to version 4 with an io.containerd.runtime.v2.task table present resets
+    io.containerd.shim.v1.manager, which drops the shims' env (and version 2's sched_core) (facts note)."""
+    if containerd_ver is not None and tuple(containerd_ver[:2]) < (2, 3):
+        return []
+    task = [p for p, d in files if file_version(d) < 4 and isinstance(get_in(d, ('plugins', TASK_PLUGIN)), dict)]
+    env = [p for p, d in files if get_in(d, ('plugins', SHIM_MANAGER, 'env')) is not None
+           or get_in(d, ('plugins', TASK_PLUGIN, 'sched_core')) is not None]
+    if not task or not env:
+        return []
+    return ['%s has a plugins."%s" table and %s sets the shims\' env (plugins."%s".env or sched_core): containerd '
+            '2.3.4 resets %s when it migrates a version 2 or 3 file with that table to version 4, so the shims '
+            'start without that env. Fix: move the file to version 4 (containerd config migrate), or remove the '
+            'empty task table, and check the shims\' env with containerd config dump.'
+            % (', '.join(task), TASK_PLUGIN, ', '.join(env), SHIM_MANAGER, SHIM_MANAGER)]
 
 
 # The validate option: auto (the node's "containerd config dump"), load (that

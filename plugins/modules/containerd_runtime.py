@@ -17,7 +17,7 @@ description:
     C(config.toml), changes keys of an existing one, or removes one, on behalf of an O(owner).
   - Finds the runtimes table where the file's config version keeps it
     (C(plugins."io.containerd.grpc.v1.cri".containerd.runtimes) in version 2,
-    C(plugins."io.containerd.cri.v1.runtime".containerd.runtimes) in version 3).
+    C(plugins."io.containerd.cri.v1.runtime".containerd.runtimes) in version 3 and in version 4, read by containerd 2.3).
   - Records in a ledger which tables the owner created and, for keys it changed in tables it did not
     create, what was there before. O(state=absent) deletes only tables the owner created and puts back
     prior values elsewhere, so removing an C(nvidia) change that only added C(BinaryName) to C(runc)

@@ -16,7 +16,7 @@ description:
   - Sets one key of containerd's C(config.toml) on behalf of an O(owner) and records the prior value,
     so O(state=absent) puts back exactly what was there (or removes the key if it was absent).
   - Logical key names are resolved for the file's config version, so one task works on
-    containerd 1.6/1.7 (version 2) and 2.x (version 3).
+    containerd 1.6/1.7 (version 2), 2.0 - 2.2 (version 3) and 2.3 (version 4, the same CRI keys as version 3).
   - Same guarantees as M(nodeguard.containerd.containerd_runtime) - locked, validated, atomic,
     format-preserving writes.
 author:
@@ -40,7 +40,7 @@ options:
       - A logical key, resolved per config version
       - V(cri.enable_cdi) and V(cri.cdi_spec_dirs) (CDI devices for the GPU toolkit),
       - V(images.snapshotter) and V(images.disable_snapshot_annotations) (for the nydus snapshotter;
-        version 2 keeps them in C(plugins."io.containerd.grpc.v1.cri".containerd), version 3 in
+        version 2 keeps them in C(plugins."io.containerd.grpc.v1.cri".containerd), versions 3 and 4 in
         C(plugins."io.containerd.cri.v1.images")),
       - V(cri.default_runtime_name).
       - With O(raw=true), a dotted TOML key as written in the file, for example

@@ -160,7 +160,8 @@ def test_existing_clobbering_drop_in_blocks_other_edits_on_1x(run_module, config
                     '  runtime_type = "io.containerd.kata.v2"\n', filename='kata.toml')
     text = read(config('v2_kubeadm.toml')).replace('version = 2\n', 'version = 2\nimports = ["%s"]\n' % dropin)
     path = config(text)
-    res = run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='gpu',
+    # a key containerd 1.6 runs (it has no CDI: enable_cdi is refused for that first)
+    res = run_module('containerd_setting', path=path, key='images.snapshotter', value='native', owner='gpu',
                      expect_fail=True)
     assert dropin in res['msg'] and "runtime 'runc'" in res['msg'] and 'replaces the whole table' in res['msg']
     assert read(path) == text

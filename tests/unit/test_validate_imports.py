@@ -44,9 +44,14 @@ def test_a_drop_in_of_a_higher_version_is_refused_and_the_later_drop_ins_are_sti
                              'drop-in with version = 2.' % (newer, main, fate))
         assert len(errors) == 2 and errors[1].startswith("%s: default_runtime_name is 'gpu' but no runtime table"
                                                          % main)
-    # containerd 2.x reads it (measured on 2.1): only the missing runtime is a problem
-    (error,) = check_tree(main, data, (2, 1))
-    assert error.startswith("%s: default_runtime_name is 'gpu' but no runtime table" % main)
+    # containerd 2.1 reads it (measured), but the config.toml man page forbids it and 2.3 does not start on it;
+    # 2.3 refuses it in its own words
+    errors = check_tree(main, data, (2, 1))
+    assert '2.3 and later do not start' in errors[0] and str(newer) in errors[0] and main in errors[0]
+    errors = check_tree(main, data, (2, 3))
+    assert errors[0] == ('%s has version = 3, higher than the main config %s (version = 2): containerd 2.3 does not '
+                         'start ("drop-in config version 3 higher than root config version 2"). Fix: write the '
+                         'drop-in with version = 2.' % (newer, main))
 
 
 # ------------------------------------------------------------------ where an entry points
