@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, silent_containerd
+from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, REPO, silent_containerd
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
 from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import (
@@ -119,6 +119,53 @@ def etc(tmp_path):
         p.write_text(text)
         return str(p)
     return write
+
+
+class ReadableCopy(object):
+    """What a child process of these tests loads and runs, copied to a folder of /dev/shm that
+    every user can read: the collection's module_utils, and a containerd binary of the checkout
+    (build/). The checkout itself may lie where such a child cannot see it: under /tmp (an empty
+    tmpfs in the no-trace view) or in a folder uid 65534 cannot enter (a clone in /root, mode 0700)."""
+
+    def __init__(self):
+        self.top = tempfile.mkdtemp(prefix='ng-preflight-readable-', dir='/dev/shm')
+        self.collections = os.path.join(self.top, 'collections')
+        utils = os.path.join('ansible_collections', 'nodeguard', 'containerd', 'plugins', 'module_utils')
+        shutil.copytree(os.path.join(COLLECTIONS_ROOT, utils), os.path.join(self.collections, utils),
+                        ignore=shutil.ignore_patterns('__pycache__'))
+        self.binaries = {}
+        self._open_up()
+
+    def binary(self, version):
+        """containerd `version`, from the copy when it lies in the checkout."""
+        real = os.path.realpath(binary(version))
+        if not real.startswith(os.path.realpath(REPO) + os.sep):
+            return real
+        if version not in self.binaries:
+            self.binaries[version] = os.path.join(self.top, 'containerd-' + version, 'containerd')
+            os.makedirs(os.path.dirname(self.binaries[version]))
+            shutil.copy2(real, self.binaries[version])
+            self._open_up()
+        return self.binaries[version]
+
+    def _open_up(self):
+        os.chmod(self.top, 0o755)
+        for base, dirs, files in os.walk(self.top):
+            for name in dirs:
+                os.chmod(os.path.join(base, name), 0o755)
+            for name in files:
+                path = os.path.join(base, name)
+                os.chmod(path, 0o755 if os.access(path, os.X_OK) else 0o644)
+
+    def remove(self):
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
+@pytest.fixture(scope='module')
+def readable():
+    copy = ReadableCopy()
+    yield copy
+    copy.remove()
 
 
 @pytest.fixture
@@ -445,11 +492,12 @@ def test_cannot_run_without_the_file(tmp_path):
     assert res.status == 'cannot_run' and 'no such file' in res.errors[0]
 
 
-def test_cannot_run_as_non_root(etc, tmp_path):
+def test_cannot_run_as_non_root(etc, tmp_path, readable):
     path = etc(GOOD['1.6'])
     code = ('import sys, json; sys.path.insert(0, %r)\n'
             'from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test\n'
-            'r = load_test(%r, %r); print(json.dumps([r.status, r.errors]))' % (COLLECTIONS_ROOT, binary('1.6'), path))
+            'r = load_test(%r, %r); print(json.dumps([r.status, r.errors]))'
+            % (readable.collections, readable.binary('1.6'), path))
     proc = subprocess.run(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', sys.executable, '-c', code],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -808,15 +856,15 @@ print(json.dumps({'before': before, 'after': after, 'result': res.as_dict(), 'co
 
 
 @pytest.mark.parametrize('version', ['1.6', '1.7', '2.1'])
-def test_no_trace_on_the_host(version):
-    b = binary(version)
+def test_no_trace_on_the_host(version, readable):
+    b = readable.binary(version)
     cow = tempfile.mkdtemp(prefix='ng-watch-', dir='/dev/shm')
     tag = 'ng-preflight-test-%d' % os.getpid()
     nydus = '/run/%s-nydus/containerd-nydus-grpc.sock' % tag
     conf = '/etc/%s/containerd' % tag
     major = '1' if version != '2.1' else '2'
     spec = {
-        'collections': COLLECTIONS_ROOT, 'cow': cow, 'watched': WATCHED, 'binary': b, 'nydus': nydus,
+        'collections': readable.collections, 'cow': cow, 'watched': WATCHED, 'binary': b, 'nydus': nydus,
         'cgroup': tag, 'config': conf + '/config.toml',
         'files': {conf + '/config.toml': HOSTILE[version] % {'cgroup': tag, 'nydus': nydus, 'conf': conf},
                   conf + '/conf.d/10-opt.toml': HOSTILE['dropin-' + major]},
