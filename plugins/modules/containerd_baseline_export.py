@@ -59,7 +59,6 @@ options:
     default: false
 seealso:
   - module: nodeguard.containerd.containerd_baseline
-  - role: nodeguard.containerd.config_snapshot
 '''
 
 EXAMPLES = r'''

@@ -99,7 +99,7 @@ def test_every_module_masks_the_credentials(run_module, node, version, fixture, 
     run_all(run_module, n, outputs, False, module='containerd_info')
     snap = run_all(run_module, n, outputs, False, module='containerd_baseline', store=n['store'])
     # the node-side baseline is exact (restore needs it) and private
-    stored = [f for f in glob.glob(os.path.join(snap['snapshot'], '**'), recursive=True)]
+    stored = glob.glob(os.path.join(snap['snapshot'], '**'), recursive=True)
     assert any(PW in read(f) for f in stored if os.path.isfile(f))
     assert all(mode(f) == (0o700 if os.path.isdir(f) else 0o600) for f in stored), [(f, oct(mode(f))) for f in stored]
     outputs.append(run_bare(run_module, 'containerd_preflight', path=n['path'], containerd_bin=n['binary']))

@@ -10,8 +10,12 @@ import os
 
 import pytest
 
+import test_containerd_readiness
 from conftest import CONTAINERD_1, CONTAINERD_2, read
-from test_containerd_readiness import check, node  # noqa: F401 (the fixture)
+from test_containerd_readiness import check
+
+# the running containerd of the readiness tests (a fixture)
+node = test_containerd_readiness.node
 
 PW = 'Rd-S3cret-pw-19c4e2aa'
 TOKEN = 'Rd-idTok-5d5d7e01'
@@ -21,7 +25,7 @@ TOKEN = 'Rd-idTok-5d5d7e01'
     pytest.param(CONTAINERD_1, 2, 'io.containerd.grpc.v1.cri', id='containerd-1.6'),
     pytest.param(CONTAINERD_2, 3, 'io.containerd.cri.v1.images', id='containerd-2.1'),
 ])
-def test_reports_and_facts_carry_no_secret(run_module, node, workdir, binary, version, plugin):  # noqa: F811
+def test_reports_and_facts_carry_no_secret(run_module, node, workdir, binary, version, plugin):
     creds = ('[plugins."%s".registry.configs."reg.example.com".auth]\n  username = "robot"\n  password = "%s"\n'
              '  identitytoken = "%s"\n' % (plugin, PW, TOKEN))
     n = node(binary, extra=creds, version=version)

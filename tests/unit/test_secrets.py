@@ -66,8 +66,8 @@ def test_a_value_is_masked_as_written_too():
 
 
 @pytest.mark.parametrize('text,parts', [
-    ('plugins."io.containerd.grpc.v1.cri".registry.headers', ('plugins', 'io.containerd.grpc.v1.cri', 'registry',
-                                                               'headers')),
+    ('plugins."io.containerd.grpc.v1.cri".registry.headers',
+     ('plugins', 'io.containerd.grpc.v1.cri', 'registry', 'headers')),
     ("a.'b.c'.*.d", ('a', 'b.c', '*', 'd')),
     (' a . b ', ('a', 'b')),
 ])
