@@ -66,6 +66,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._validate imp
     is_glob,
     refuse_generated,
     refuse_unreadable_version,
+    self_import_warning,
+    self_imports,
     version_word,
 )
 
@@ -206,7 +208,9 @@ def imports_facts(view, ver):
     problems = unique_in_order(p.message for p in view.problems)
     for ignored, reason in view.ignored:
         problems.append('containerd %s ignores %s: %s' % (version_text(ver, '?'), ignored, reason))
-    return dict(entries=entries, files=loaded, missing=missing, duplicates=duplicates, problems=problems)
+    mirrors = [p for p, d in view.files if self_imports(p, d, ver)]
+    return dict(entries=entries, files=loaded, missing=missing, duplicates=duplicates, problems=problems,
+                self_imports=mirrors, warnings=[self_import_warning(p) for p in mirrors])
 
 
 def unparseable_import(view):

@@ -281,6 +281,17 @@ imports:
       description: Imports that cannot be loaded, and files containerd ignores (and why).
       type: list
       elements: str
+    self_imports:
+      description:
+        - Files of the tree whose imports name the file itself (NVIDIA's container toolkit installer before v1.18
+          writes C(imports = ["/etc/containerd/config.toml"])). containerd loads each file once, so the entry adds
+          nothing; nodeguard checks its candidates with such an entry pointing at the candidate.
+      type: list
+      elements: str
+    warnings:
+      description: One line per entry of C(self_imports), naming the file and the fix.
+      type: list
+      elements: str
   sample:
     entries:
       - {entry: /etc/containerd/conf.d/*.toml, imported_by: /etc/containerd/config.toml,
@@ -290,6 +301,8 @@ imports:
     missing: []
     duplicates: []
     problems: []
+    self_imports: []
+    warnings: []
 runtimes:
   description:
     - The CRI runtime handlers containerd runs, by name, from the merged view. containerd's built-in C(runc) is

@@ -119,3 +119,11 @@ def test_a_drop_in_that_imports_config_toml_is_checked_with_the_candidates(run_m
     assert 'kata' in _runtimes(assert_containerd_accepts(path, binary), 2)
     run_module('containerd_runtime', path=path, name='kata', state='absent', containerd_bin=binary)
     assert read(dropin) == before
+
+
+def test_containerd_info_names_a_file_that_imports_itself(run_module, config):
+    path = _self_importing(config, CLEANUP)
+    res = run_module('containerd_info', path=path, containerd_bin=binary_of('host'))
+    assert res['imports']['self_imports'] == [path]
+    assert len(res['imports']['warnings']) == 1 and path in res['imports']['warnings'][0]
+    assert res['imports']['problems'] == [] and res['dump_confirmed'] is True, res
