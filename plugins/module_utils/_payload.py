@@ -124,7 +124,8 @@ class _ProgramStream(object):
         if not data:
             err = self._proc.stderr.read().decode('utf-8', 'replace').strip()
             if self._proc.wait() != 0:
-                raise IOError('zstd cannot decompress %s: %s' % (self._archive, err or 'exit %d' % self._proc.returncode))
+                raise IOError('zstd cannot decompress %s: %s'
+                              % (self._archive, err or 'exit %d' % self._proc.returncode))
         return data
 
     def close(self):

@@ -284,7 +284,8 @@ def main():
             runtime_classes=dict(type='list', elements='dict', default=[], options=dict(
                 name=dict(type='str', required=True),
                 shim=dict(type='str'),
-                needs=dict(type='list', elements='str', choices=['kvm', 'vhost_vsock', 'vhost_net', 'tdx', 'snp', 'se']),
+                needs=dict(type='list', elements='str',
+                           choices=['kvm', 'vhost_vsock', 'vhost_net', 'tdx', 'snp', 'se']),
             )),
             node_root=dict(type='path', default='/'),
             kernel_release=dict(type='str'),

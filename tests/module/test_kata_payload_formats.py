@@ -36,7 +36,8 @@ def args(workdir, **kw):
 
 def nothing_written(workdir):
     """No payload file and no manifest (the manifest's lock file is taken before the archive is read)."""
-    return not os.path.exists(os.path.join(workdir, 'opt')) and not os.path.exists(os.path.join(workdir, 'state', 'm.json'))
+    return not os.path.exists(os.path.join(workdir, 'opt')) \
+        and not os.path.exists(os.path.join(workdir, 'state', 'm.json'))
 
 
 def test_python_here_cannot_read_zstd_itself():

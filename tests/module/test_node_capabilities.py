@@ -105,7 +105,8 @@ def test_a_kvm_node_without_tdx_refuses_the_tdx_classes_only(run_module, tmp_pat
     res = check(run_module, root, ['kata-qemu', 'kata-qemu-tdx', 'kata-qemu-nvidia-gpu-tdx'], expect_fail=True)
     assert res['capabilities']['kata-qemu']['ok'] is True
     assert [r.split(':')[0] for r in res['refused']] == [
-        'runtime class kata-qemu-tdx cannot run on this node', 'runtime class kata-qemu-nvidia-gpu-tdx cannot run on this node']
+        'runtime class kata-qemu-tdx cannot run on this node',
+        'runtime class kata-qemu-nvidia-gpu-tdx cannot run on this node']
     missing = res['capabilities']['kata-qemu-tdx']['missing']
     assert list(missing) == ['tdx']
     assert missing['tdx'].startswith('Intel TDX: /sys/module/kvm_intel/parameters/tdx does not exist (KVM runs TDX')
