@@ -181,6 +181,7 @@ def test_a_payload_coco_does_not_manage_must_be_there_before_any_change(workdir,
             f.write('# stand-in\n')
     before = tree(workdir)
     res = run_coco(workdir, path, dict(coco_state='present', coco_payload_manage=False, coco_snapshot=False,
+                                       coco_check_node=False,
                                        coco_readiness=False, coco_runtime_classes=['kata-qemu', 'kata-clh']))
     failure = ' '.join(res['failure'].split())
     assert failure.startswith('coco present failed on localhost: Refuse handlers whose shim or configuration is '

@@ -16,7 +16,7 @@ CONFIG = "/etc/containerd/config.toml"
 PRISTINE = "/var/lib/nodeguard-test/config.toml.pristine"
 BASELINE = "/var/lib/nodeguard/baselines/default/current/files/000-config.toml"
 LEDGER = "/var/lib/nodeguard/ledger/etc%2Fcontainerd%2Fconfig.toml.json"
-KATA = ["kata-qemu", "kata-qemu-coco-dev", "kata-qemu-tdx", "kata-qemu-snp"]
+KATA = ["kata-qemu", "kata-qemu-coco-dev", "kata-qemu-tdx", "kata-qemu-snp", "kata-dragonball"]
 CHECK = "/usr/bin/python3 /usr/local/lib/nodeguard-test/check_node.py --phase removed --handlers %s --pristine %s" % (
     ",".join(KATA + ["nvidia"]), PRISTINE)
 
@@ -122,8 +122,33 @@ def test_kubernetes_labels_each_with_one_meaning(name, box):
             if word.startswith("katacontainers.io/kata-runtime="):
                 runtime_values.add(word.split("=", 1)[1])
     assert runtime_values == {"true"}, runtime_values
-    ready = [line for line in calls if "katacontainers.io/kata-runtime=true" in line]
+    # the label calls (the RuntimeClass step asks `get nodes -l katacontainers.io/kata-runtime=true` too)
+    labels_set = [line for line in calls if " label node " in line]
+    ready = [line for line in labels_set if "katacontainers.io/kata-runtime=true" in line]
     assert ready and all("nodeguard.io/coco=ready" in line for line in ready)
     # uninstall removes the runtime label first
     assert any("katacontainers.io/kata-runtime-" in line and "nodeguard.io/coco=uninstalling" in line
                for line in calls)
+
+
+def test_runtimeclasses_created_with_the_handlers_and_removed_with_them(name, box):
+    if name != "coco-bookworm":
+        pytest.skip("only coco-bookworm has the kubectl stand-in")
+    # after the final uninstall none of the role's RuntimeClasses is left
+    classes = json.loads(box.file("/var/log/nodeguard-standin/kubectl-runtimeclasses.json").content_string)
+    assert classes == {}
+    calls = box.file("/var/log/nodeguard-standin/kubectl.log").content_string.splitlines()
+    creates = [i for i, line in enumerate(calls) if line.split()[-3:] == ["create", "-f", "-"]]
+    deletes = [i for i, line in enumerate(calls)
+               if " delete runtimeclass -l app.kubernetes.io/managed-by=nodeguard,nodeguard.io/owner=coco " in line + " "]
+    assert creates and deletes
+    # created only once the node is ready (right after its ready labels), deleted after the uninstall's labels
+    for i in creates:
+        assert "nodeguard.io/coco=ready" in calls[i - 1], calls[i - 1]
+    assert max(deletes) > max(creates)
+    # the manifests the role rendered on the controller, one per handler, each selecting the labelled nodes
+    folder = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", ""), "artifacts")
+    with open(os.path.join(folder, "coco-runtimeclasses-%s.yaml" % name)) as f:
+        rendered = f.read()
+    assert [line.split()[1] for line in rendered.splitlines() if line.startswith("handler:")] == KATA
+    assert rendered.count("katacontainers.io/kata-runtime: 'true'") == len(KATA)
