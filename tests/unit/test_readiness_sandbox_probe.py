@@ -151,8 +151,8 @@ def test_a_missing_image_is_pulled_through_the_hosts_folder(monkeypatch):
 # ---------------------------------------------------------------- the journal of a containerd that is not ready
 JOURNAL = [
     dict(SYSLOG_IDENTIFIER='sh', _PID='412', MESSAGE='site-check: /dev/nvidia0 is missing'),
-    dict(SYSLOG_IDENTIFIER='systemd', _PID='1', MESSAGE='containerd.service: Control process exited, code=exited, '
-                                                         'status=1/FAILURE'),
+    dict(SYSLOG_IDENTIFIER='systemd', _PID='1',
+         MESSAGE='containerd.service: Control process exited, code=exited, status=1/FAILURE'),
     dict(SYSLOG_IDENTIFIER='containerd', _PID='9', MESSAGE=list(b'bad \xff byte')),
 ]
 
