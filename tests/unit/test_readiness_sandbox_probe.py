@@ -222,7 +222,7 @@ def serve(path, reply):
     srv.listen(1)
 
     def answer():
-        conn, _ = srv.accept()
+        conn = srv.accept()[0]
         if reply:
             conn.sendall(reply)
         conn.recv(64)
