@@ -73,8 +73,8 @@ def test_containerd_2_1_refuses_a_version_4_config_before_any_write(run_module, 
 
 
 def test_a_version_4_drop_in_under_a_version_3_config_is_refused_naming_both(run_module, config):
-    main = V4.replace('version = 4', 'version = 3').replace("  [plugins.'io.containerd.server.v1.ttrpc']\n"
-                                                             "    address = '/run/containerd/containerd.sock.ttrpc'\n", '')
+    server = "  [plugins.'io.containerd.server.v1.ttrpc']\n    address = '/run/containerd/containerd.sock.ttrpc'\n"
+    main = V4.replace('version = 4', 'version = 3').replace(server, '')
     path = config(main)
     dropin = os.path.join(os.path.dirname(path), 'conf.d', '90-new.toml')
     os.makedirs(os.path.dirname(dropin))
