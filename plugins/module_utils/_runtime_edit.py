@@ -128,8 +128,10 @@ def _refuse_unrun_table(doc, ctx, name, path):
     containerd 1.x: a drop-in's CRI table (with or without a version line)
     replaces config.toml's whole, so config.toml's runtimes are not run.
     """
-    view = _tree_view(load_tree(doc.path, doc.data, getattr(ctx, 'containerd_version', None))[0],
-                      getattr(ctx, 'containerd_version', None))
+    files = load_tree(doc.path, doc.data, getattr(ctx, 'containerd_version', None))[0]
+    if len(files) < 2 or not any(isinstance(d.get('plugins'), dict) for _p, d in files[1:]):
+        return  # no other file has a plugin table (the merged view of a big config is not cheap)
+    view = _tree_view(files, getattr(ctx, 'containerd_version', None))
     if view is None:
         return
     merged = view.read_path(path, doc.path)
