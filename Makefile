@@ -67,7 +67,7 @@ TEST_LANE_1 ?= $(addprefix molecule-,$(filter coco,$(MOLECULE_SCENARIOS))) sanit
 TEST_LANE_2 ?= test-roles $(addprefix molecule-,$(filter-out coco,$(MOLECULE_SCENARIOS))) test-reliability
 TEST_PARALLEL ?= 1
 
-# Node Pythons 3.9-3.13 x distribution tomlkit, ansible-core 2.16-2.19 controllers,
+# Node Pythons 3.9-3.13 x distribution tomlkit, ansible-core 2.16-2.21 controllers,
 # packaging (tests/compat/run.py; venvs cached under build/compat). COMPAT_MATRIX=wide: more rows.
 .PHONY: test-compat
 test-compat: collection
@@ -75,7 +75,7 @@ test-compat: collection
 
 .PHONY: help deps collection test lint-pipelines test-unit test-module test-roles test-standins \
 	test-reliability images test-molecule sanity lint demo demo-clean bench \
-	mutation mutation-changed flake-hunt setup-stress clean distclean
+	mutation mutation-changed flake-hunt setup-stress test-clone-paths clean distclean
 
 help:
 	@echo "make demo              snapshot, readiness, install/re-run/uninstall gpu_toolkit + coco on a podman node"
@@ -90,7 +90,8 @@ help:
 	@echo "make test-molecule MOLECULE_SCENARIOS=fleet [FLEET_FULL=1]  mixed-fleet rollout, a poisoned node, the fleet report"
 	@echo "make lint-pipelines    no early-exit reader in a pipefail pipeline (tests/sanity), shellcheck"
 	@echo "make sanity | lint | bench | test-unit | test-module | test-roles | test-standins | test-reliability"
-	@echo "make setup-stress N=10 N fresh clones of HEAD run 'make deps collection' with all cores busy"
+	@echo "make setup-stress N=10 N fresh clones of HEAD run 'make deps collection' with all cores busy, then:"
+	@echo "make test-clone-paths  the namespace and uid 65534 tests from fresh clones under /tmp and /root"
 	@echo "make flake-hunt        unit, module, roles suites FLAKE_RUNS=$(FLAKE_RUNS) times in random order, busy and quiet"
 	@echo "make mutation          mutation testing, tests/mutation/run.py (MUTATION_ARGS=...; not part of make test)"
 	@echo "make mutation-changed  the same, only for code changed on this branch (run.py --changed)"
@@ -224,27 +225,63 @@ molecule-%: collection
 # `--venv` builds ansible-test's own virtual environments from PyPI; their pip
 # bootstrap script (get-pip.py) is not reachable, so tests/sanity's offline
 # stand-in is put into ansible-test's cache first.
+# The .venv's ansible-test (2.19) runs on Python 3.11; SANITY_CORES are the
+# newer ansible-core lines (their controllers need Python >= 3.12) whose
+# ansible-test also runs, each from its cached controller venv
+# (tests/compat/run.py --controller, shared with make test-compat) on that
+# venv's Python. SANITY_CORES= runs the .venv's only.
 SANITY_DIR := $(BUILD)/sanity/ansible_collections/nodeguard/containerd
-SANITY_ARGS ?= --venv --python 3.11 --color no
+SANITY_ARGS ?= --venv --color no
+SANITY_CORES ?= 2.20 2.21
+# `$(CONTROLLER_VENV) LINE`: "BINDIR PYTHON_MAJOR.MINOR" of that controller's cached venv (last line)
+CONTROLLER_VENV = $(VENV)/bin/python tests/compat/run.py --controller
 sanity:
 	@$(STAGE) sanity $(MAKE) --no-print-directory _sanity
 
 _sanity:
-	@if [ -f tests/sanity/get_pip_offline.py ]; then \
-		ver=$$($(VENV)/bin/python -c "import ansible_test, os, re; p = os.path.join(os.path.dirname(ansible_test.__file__), '_internal', 'python_requirements.py'); print(re.search(r\"pip='([0-9.]+)'\", open(p).read()).group(1))"); \
-		dest=$$HOME/.ansible/test/cache/get_pip_$${ver//./_}.py; \
-		cmp -s tests/sanity/get_pip_offline.py "$$dest" || install -D -m 0644 tests/sanity/get_pip_offline.py "$$dest"; \
-	fi
 	@rm -rf $(BUILD)/sanity && mkdir -p $(SANITY_DIR)
 	@git ls-files -z --cached --others --exclude-standard \
 		| while IFS= read -r -d '' f; do [ -e "$$f" ] && printf '%s\0' "$$f"; done \
 		| tar --null -T - -cf - | tar -xf - -C $(SANITY_DIR)
 	@# build/ is ignored by this checkout's git: give the copy a repository of its own.
 	@git -C $(SANITY_DIR) init -q
-	cd $(SANITY_DIR) && ansible-test sanity $(SANITY_ARGS)
+	@$(MAKE) --no-print-directory _sanity-with SANITY_BIN=$(VENV)/bin SANITY_PYTHON=3.11
+	@for line in $(SANITY_CORES); do \
+		found=$$($(CONTROLLER_VENV) $$line | tail -n 1) || exit 1; set -- $$found; \
+		$(MAKE) --no-print-directory _sanity-with SANITY_BIN=$$1 SANITY_PYTHON=$$2; \
+	done
 
+# One ansible-test (SANITY_BIN) on the copy, its venvs made from SANITY_PYTHON.
+_sanity-with:
+	@if [ -f tests/sanity/get_pip_offline.py ]; then \
+		ver=$$($(SANITY_BIN)/python -c "import ansible_test, os, re; p = os.path.join(os.path.dirname(ansible_test.__file__), '_internal', 'python_requirements.py'); print(re.search(r\"pip='([0-9.]+)'\", open(p).read()).group(1))"); \
+		dest=$$HOME/.ansible/test/cache/get_pip_$${ver//./_}.py; \
+		cmp -s tests/sanity/get_pip_offline.py "$$dest" || install -D -m 0644 tests/sanity/get_pip_offline.py "$$dest"; \
+	fi
+	@v=$$($(SANITY_BIN)/ansible-test --version) && echo "sanity: $$v on Python $(SANITY_PYTHON)"
+	cd $(SANITY_DIR) && PATH=$(SANITY_BIN):$$PATH $(SANITY_BIN)/ansible-test sanity $(SANITY_ARGS) --python $(SANITY_PYTHON)
+
+# ansible-lint (the .venv's, on its ansible-core 2.19), then the same
+# ansible-lint on each of LINT_CORES (default SANITY_CORES): their cached
+# controller venvs with ansible-lint added (tests/compat/run.py --controller
+# LINE ansible-lint==V), so the syntax check and the rules meet that
+# ansible-core. community.docker (the Molecule scenarios' nsenter connection)
+# comes from the .venv's collections, as PyPI's `ansible` brings it there.
+LINT_CORES ?= $(SANITY_CORES)
+ANSIBLE_LINT_PIN := $(shell sed -n 's/^ansible-lint==//p' requirements-dev.txt)
+VENV_COLLECTIONS = $$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 lint:
-	@$(STAGE) lint ansible-lint --profile production
+	@$(STAGE) lint $(MAKE) --no-print-directory _lint
+
+_lint:
+	@echo "lint: ansible-lint $(ANSIBLE_LINT_PIN) on ansible-core $$($(VENV)/bin/python -c 'import ansible; print(ansible.__version__)')"
+	ansible-lint --profile production
+	@for line in $(LINT_CORES); do \
+		found=$$($(CONTROLLER_VENV) $$line ansible-lint==$(ANSIBLE_LINT_PIN) | tail -n 1) || exit 1; set -- $$found; \
+		echo "lint: ansible-lint $(ANSIBLE_LINT_PIN) on ansible-core $$($$1/python -c 'import ansible; print(ansible.__version__)')"; \
+		PATH=$$1:$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS_DIR):$(VENV_COLLECTIONS) \
+			$$1/ansible-lint --profile production || exit 1; \
+	done
 
 # No pipeline that can die of SIGPIPE under pipefail (a reader that stops
 # early: head, grep -q ...), and shellcheck on the shell scripts.
@@ -282,10 +319,19 @@ flake-hunt: deps collection
 
 # ---------------------------------------------------------------- setup stress
 # `make deps collection` from N fresh clones of HEAD with every core busy:
-# prints each run's time and N/N passed (.ci/setup-stress).
+# prints each run's time and N/N passed (.ci/setup-stress); then
+# test-clone-paths.
 N ?= 10
 setup-stress:
 	@$(STAGE) setup-stress .ci/with-busy-cores .ci/setup-stress $(N)
+	@$(MAKE) --no-print-directory test-clone-paths
+
+# The tests that run processes in a private namespace or as uid 65534, from
+# fresh clones of HEAD under /tmp and under /root (mode 0700): no test may
+# depend on where the checkout lies (.ci/clone-paths; CLONE_PATH_BASES=...).
+CLONE_PATH_BASES ?= /tmp /root
+test-clone-paths:
+	@$(STAGE) test-clone-paths .ci/clone-paths $(CLONE_PATH_BASES)
 
 # ---------------------------------------------------------------- mutation
 # Mutation testing (tests/mutation/run.py); slow, so not part of `make test`.
@@ -302,3 +348,4 @@ clean:
 
 distclean: clean demo-clean
 	rm -rf $(VENV)
+

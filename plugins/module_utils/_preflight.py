@@ -483,7 +483,9 @@ def _remove_stale(base):
 
 
 def _default_run_command(cmd, timeout=30):
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    # without a module (a caller that passes no run_command) and with a timeout run_command does not take
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
+                            universal_newlines=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -830,7 +832,9 @@ def load_test(binary, config_path, run_command=None, timeout=20.0, required=None
         script = _script(sb, binary, main, run_dirs, tools)
         logf = open(sb.log, 'w')
         cmd = [unshare] + _unshare_flags(unshare) + [tools['sh'], '-c', script]
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, close_fds=True,
+        # the daemon runs while it is asked for its plugins, then is killed: run_command waits for its end
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf,  # pylint: disable=ansible-bad-function
+                                stderr=subprocess.STDOUT, close_fds=True,
                                 start_new_session=True, cwd='/', preexec_fn=_die_with_parent_fn())
         deadline = t0 + timeout
         up = False

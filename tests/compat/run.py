@@ -7,8 +7,9 @@
 2. A node whose tomlkit is too old is refused up front with the version
    found, the minimum and the install command.
 3. tests/compat/playbook.yml under each ansible-core controller (2.16 ...
-   2.19), one inventory host per node interpreter, so the controller's own
-   module_utils and result handling meet every node.
+   2.21; 2.20 and 2.21 on Python 3.12 and 3.13), one inventory host per node
+   interpreter, so the controller's own module_utils and result handling meet
+   every node. A warning in a controller's output fails its row.
 
 Every venv is made here from the pyenv Pythons of this machine kind
 (~/.pyenv/versions/3.X.Y) and cached under /var/cache/nodeguard/compat
@@ -21,6 +22,7 @@ be had fails the run: nothing is skipped.
   COMPAT_ROWS=rhel9,ubuntu2204           only these node rows
   COMPAT_CONTROLLERS=2.16.19,dev         only these controllers (dev: the .venv's ansible-core)
   COMPAT_CACHE=/path                     where the venvs are kept
+  run.py --controller 2.21 [PKG==V ...]  make (or check) that controller's venv, print its bin and Python
   COMPAT_JOBS=2                          pytest-xdist workers per module run
 """
 
@@ -79,8 +81,10 @@ WIDE_TESTS = ['tests/module', '--deselect', 'tests/module/test_containerd_prefli
               '--ignore', 'tests/module/test_containerd_preflight.py']
 
 # ansible-core controllers for the playbook: the pinned dev one (.venv) and
-# the older lines requires_ansible admits. Python 3.11 runs all four.
-CONTROLLERS = ['2.16.19', '2.17.14', '2.18.19', None]  # None: .venv (requirements-dev.txt)
+# the other lines requires_ansible admits. 2.16 - 2.19 run on Python 3.11;
+# 2.20 and 2.21 need a controller Python >= 3.12 (CONTROLLER_PYTHON).
+CONTROLLERS = ['2.16.19', '2.17.14', '2.18.19', None, '2.20.10', '2.21.5']  # None: .venv (requirements-dev.txt)
+CONTROLLER_PYTHON = {'2.20': '3.12', '2.21': '3.13'}
 # Node rows each controller drives (ansible-core 2.16 does not list 3.13 as a target).
 PLAYBOOK_NODES = ['rhel9', 'ubuntu2204', 'ubuntu2404', 'minimum']
 
@@ -273,16 +277,21 @@ def refusal():
         shutil.rmtree(work, ignore_errors=True)
 
 
-def controller_base():
+def controller_base(version=None):
     # a pyenv Python, not the checkout's .venv: a cached venv must not point into a clone
+    minor = CONTROLLER_PYTHON.get('.'.join((version or '').split('.')[:2]))
+    if minor:
+        return pyenv_python(minor)
     return pyenv_python('3.11') if glob.glob(os.path.join(PYENV, '3.11.*')) else sys.executable
 
 
-def controller(version):
+def controller(version, extra=()):
+    """The bin folder of a cached venv with ansible-core==version (and extra packages)."""
     if version is None:
         return os.path.join(VENV, 'bin')
-    python = ensure_venv(os.path.join(VENVS, 'ansible-core-' + version), controller_base(), ['ansible-core==' + version],
-                         'pip install ansible-core==%s (controller)' % version)
+    name = 'ansible-core-' + version + ''.join('+' + p.split('=')[0] for p in extra)
+    python = ensure_venv(os.path.join(VENVS, name), controller_base(version), ['ansible-core==' + version] + list(extra),
+                         'pip install ansible-core==%s %s (controller)' % (version, ' '.join(extra)))
     return os.path.dirname(python)
 
 
@@ -320,12 +329,15 @@ def playbooks(rows):
                        cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             took = time.time() - t0
             done = [r[0] for r in nodes if os.path.isfile(os.path.join(work, r[0], 'done.json'))]
-            ok = proc.returncode == 0 and len(done) == len(nodes)
+            # a warning (a deprecation, "does not support Ansible version") fails the row: it is
+            # what a user of that controller would see on every run
+            warned = [ln.strip() for ln in proc.stdout.splitlines() if 'WARNING]' in ln]
+            ok = proc.returncode == 0 and len(done) == len(nodes) and not warned
             if not ok:
                 print(proc.stdout[-25000:])
             recap = [ln.strip() for ln in proc.stdout.splitlines() if ' : ok=' in ln]
             results.append(('playbook', 'ansible-core ' + core, 'nodes ' + ','.join(done), ok, took,
-                            '; '.join(recap)[:160]))
+                            ('; '.join(warned) or '; '.join(recap))[:160]))
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return results
@@ -417,5 +429,21 @@ def main():
     return 1 if failed or not results else 0
 
 
+def controller_cli(argv):
+    """`run.py --controller 2.21 [PKG==V ...]`: make (or check) the cached venv of that controller line,
+    with those packages besides, and print its bin folder and its Python's major.minor (make sanity, lint)."""
+    line, extra = argv[0], argv[1:]
+    found = [v for v in CONTROLLERS if v and (v == line or v.startswith(line + '.'))]
+    if len(found) != 1:
+        raise SystemExit('compat: no controller %r in CONTROLLERS %s' % (line, [v for v in CONTROLLERS if v]))
+    bindir = controller(found[0], extra)
+    minor = subprocess.run([os.path.join(bindir, 'python'), '-c', 'import sys; print("%d.%d" % sys.version_info[:2])'],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    print(bindir, minor)
+    return 0
+
+
 if __name__ == '__main__':
+    if sys.argv[1:2] == ['--controller']:
+        sys.exit(controller_cli(sys.argv[2:]))
     sys.exit(main())

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
-"""One statement of the minimum ansible-core (#14 part 3): meta/runtime.yml's
-requires_ansible, every role's min_ansible_version, the README and the
-controllers tests/compat/run.py drives agree."""
+"""One statement of the ansible-core range: meta/runtime.yml's requires_ansible,
+every role's min_ansible_version, the README, docs/awx.md, the execution
+environment metadata, the controllers tests/compat/run.py drives and the
+ansible-test lines make sanity runs agree."""
 
 import glob
 import os
@@ -36,20 +37,61 @@ def test_every_role_states_the_collections_minimum():
             % (os.path.relpath(path, REPO), got, low[0], low[1]))
 
 
-def test_readme_and_the_compat_controllers_say_the_same():
+def _text(rel):
+    with open(os.path.join(REPO, rel)) as f:
+        return f.read()
+
+
+def _line(version):
+    return tuple(int(x) for x in version.split('.')[:2])
+
+
+def dev_line():
+    """The .venv's ansible-core line (requirements-dev.txt)."""
+    dev = re.search(r'^ansible-core==(\d+)\.(\d+)', _text('requirements-dev.txt'), re.M)
+    return (int(dev.group(1)), int(dev.group(2)))
+
+
+def test_readme_awx_and_ee_metadata_say_the_same():
     (low, high) = requires_ansible()
     last = (high[0], high[1] - 1)
-    with open(os.path.join(REPO, 'README.md')) as f:
-        readme = f.read()
-    assert 'Controller: ansible-core %d.%d - %d.%d' % (low + last) in readme
-    with open(os.path.join(REPO, 'tests', 'compat', 'run.py')) as f:
-        compat = f.read()
+    spec = _load('meta/runtime.yml')['requires_ansible']
+    assert 'Controller: ansible-core %d.%d - %d.%d' % (low + last) in _text('README.md')
+    awx = _text('docs/awx.md')
+    assert 'ansible-core %d.%d - %d.%d' % (low + last) in awx and spec in awx, (
+        'docs/awx.md must name ansible-core %d.%d - %d.%d and requires_ansible %s' % (low + last + (spec,)))
+    ee = _text('meta/execution-environment.yml')
+    assert '"%s"' % spec in ee, 'meta/execution-environment.yml must name requires_ansible "%s"' % spec
+    # no stale range left in the user's documents: every "ansible-core A - B" lies within it
+    docs = ['README.md'] + sorted(os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, 'docs', '*.md')))
+    for rel in docs:
+        for found in re.findall(r'ansible-core (\d+\.\d+) - (\d+\.\d+)', _text(rel)):
+            assert low <= _line(found[0]) <= _line(found[1]) <= last, (
+                '%s says ansible-core %s - %s; requires_ansible admits %d.%d - %d.%d' % ((rel,) + found + low + last))
+
+
+def test_the_compat_controllers_drive_every_admitted_line():
+    (low, high) = requires_ansible()
+    compat = _text(os.path.join('tests', 'compat', 'run.py'))
     pinned = re.search(r"CONTROLLERS = \[([^\]]*)\]", compat).group(1)
-    lines = sorted(set(tuple(int(x) for x in v.split('.')[:2]) for v in re.findall(r"'(\d+\.\d+\.\d+)'", pinned)))
-    # every line requires_ansible admits below the dev one (.venv, requirements-dev.txt) is driven
-    with open(os.path.join(REPO, 'requirements-dev.txt')) as f:
-        dev = re.search(r'^ansible-core==(\d+)\.(\d+)', f.read(), re.M)
-    dev = (int(dev.group(1)), int(dev.group(2)))
-    assert dev == last, 'the dev controller %s is not the newest line requires_ansible admits %s' % (dev, last)
-    want = [(low[0], m) for m in range(low[1], last[1])]
-    assert lines == want, 'compat drives %s, requires_ansible admits %s plus the dev %s' % (lines, want, dev)
+    lines = sorted(set(_line(v) for v in re.findall(r"'(\d+\.\d+\.\d+)'", pinned)))
+    assert 'None' in pinned, 'the dev controller (.venv) is no longer driven by tests/compat'
+    dev = dev_line()
+    want = [(low[0], m) for m in range(low[1], high[1])]
+    assert sorted(lines + [dev]) == want, 'compat drives %s plus the dev %s, requires_ansible admits %s' % (
+        lines, dev, want)
+
+
+def test_sanity_runs_every_line_above_the_dev_one():
+    """make sanity runs the .venv's ansible-test and SANITY_CORES': together every line from
+    the dev one up to the newest requires_ansible admits (older lines' sanity tests are subsets)."""
+    (_low, high) = requires_ansible()
+    makefile = _text('Makefile')
+    cores = re.search(r'^SANITY_CORES \?= (.*)$', makefile, re.M).group(1).split()
+    dev = dev_line()
+    want = [(dev[0], m) for m in range(dev[1] + 1, high[1])]
+    assert sorted(_line(c) for c in cores) == want, 'SANITY_CORES %s, want the lines %s' % (cores, want)
+    compat = _text(os.path.join('tests', 'compat', 'run.py'))
+    pinned = re.findall(r"'(\d+\.\d+\.\d+)'", re.search(r"CONTROLLERS = \[([^\]]*)\]", compat).group(1))
+    for core in cores:     # run.py --controller LINE makes the venv make sanity takes ansible-test from
+        assert any(_line(v) == _line(core) for v in pinned), 'SANITY_CORES %s is not a compat controller' % core
