@@ -59,7 +59,13 @@ podman run -d --name "$NODE" --hostname "$NODE" \
         --network none --tmpfs /var/lib/containerd:rw,size=1g \
         "$IMAGE" /sbin/init >/dev/null
 echo "started $NODE"
-state=$(timeout 120 podman exec "$NODE" systemctl is-system-running --wait || true)
+# systemd's bus comes up a moment after the container: ask again until it answers
+state=
+for _ in $(seq 1 120); do
+    state=$(podman exec "$NODE" systemctl is-system-running --wait 2>/dev/null || true)
+    case "$state" in running | degraded) break ;; esac
+    sleep 1
+done
 echo "systemd: $state"
 
 say "prepared like a real kubelet node: only the sandbox (pause) image in k8s.io"
