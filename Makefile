@@ -63,7 +63,7 @@ MOLECULE_BASE := $(CURDIR)/.config/molecule/config.yml
 # TEST_PARALLEL=0 runs the lanes' stages one after the other instead, with
 # their output on the terminal.
 TEST_STAGES ?= deps collection lint-pipelines test-unit test-module test-standins images
-TEST_LANE_1 ?= $(addprefix molecule-,$(filter coco,$(MOLECULE_SCENARIOS))) sanity lint test-compat
+TEST_LANE_1 ?= $(addprefix molecule-,$(filter coco,$(MOLECULE_SCENARIOS))) sanity lint test-docs test-compat
 TEST_LANE_2 ?= test-roles $(addprefix molecule-,$(filter-out coco,$(MOLECULE_SCENARIOS))) test-reliability
 TEST_PARALLEL ?= 1
 
@@ -349,3 +349,15 @@ clean:
 distclean: clean demo-clean
 	rm -rf $(VENV)
 
+# ---------------------------------------------------------------- docs
+# The documentation site (docs/site/build.py): antsibull-docs' module, plugin
+# and role pages plus the guides docs/*.md, rendered by Sphinx into
+# build/docs/html (open build/docs/html/index.html).
+.PHONY: docs test-docs
+docs: collection
+	@$(STAGE) docs $(VENV)/bin/python docs/site/build.py --dest $(BUILD)/docs
+
+# The site built from this tree, every page opened in headless Chromium:
+# module, plugin, role and guide pages with their content, no broken link.
+test-docs: collection
+	@$(STAGE) test-docs .ci/pytest-dir required tests/docs
