@@ -219,11 +219,10 @@ class EffectiveConfig(object):
         self._last_versioned = main_path
         for index, (path, data) in enumerate(self.files):
             self._merge_file(index, path, data)
-        if self.per_file:
-            pass  # each file's version 2 CRI table was migrated as it was read (_migrated_alone)
-        elif not self.replace:
+        # on 2.3 each file's version 2 CRI table was migrated as it was read (_migrated_alone)
+        if not self.replace and not self.per_file:
             self._read_v2_cri()
-        elif containerd_ver is not None and tuple(containerd_ver[:2]) < (1, 7):
+        elif self.replace and containerd_ver is not None and tuple(containerd_ver[:2]) < (1, 7):
             self._drop_keys(NOT_IN_1_6, 'containerd %s has no CDI (it came in 1.7): the key is accepted and dropped'
                             % version_text(containerd_ver))
 
