@@ -359,21 +359,32 @@ def node_text(containerd_ver):
     return version_text((containerd_ver or ())[:2], '1.x')
 
 
-def _higher_version_fate(containerd_ver):
+def _higher_version_fate(containerd_ver, version, main_version):
     """What containerd does with a drop-in whose version is higher than the main file's (measured on 1.6, 1.7,
     2.1; 2.3 from its documented rule). The config.toml man page forbids it for every version."""
     if containerd_ver is None:
         return 'containerd 1.7 refuses it and 1.6 does not read it'  # a version 2 main file: 1.x likely
     if tuple(containerd_ver[:2]) >= (2, 3):
-        return ('containerd %s does not start ("drop-in config version %%d higher than root config version %%d")'
-                % node_text(containerd_ver))
+        return ('containerd %s does not start ("drop-in config version %d higher than root config version %d")'
+                % (node_text(containerd_ver), version, main_version))
     if containerd_ver[0] >= 2:
-        return ('the containerd config.toml man page forbids it: containerd %s reads it, but 2.3 and later do not '
-                'start, so the node breaks at the next containerd upgrade' % node_text(containerd_ver))
+        return ('the containerd config.toml man page forbids it: containerd %s runs it today, but containerd 2.3 '
+                'and later do not start on it, so the node breaks at its next containerd upgrade'
+                % node_text(containerd_ver))
     if tuple(containerd_ver[:2]) >= (1, 7):
         return 'containerd %s refuses it' % node_text(containerd_ver)
-    return ('containerd %s does not read it (it knows no version 3 plugin ids), so nothing in it takes effect'
-            % node_text(containerd_ver))
+    return ('containerd %s does not read it (it knows no version %d plugin ids), so nothing in it takes effect'
+            % (node_text(containerd_ver), version))
+
+
+def _higher_version_fix(containerd_ver, version, main_path, main_version):
+    """Give the drop-in the main file's version; or, where the node reads the higher one, raise the main file's."""
+    fix = 'write the drop-in with version = %d (the main config\'s version and its plugin ids)' % main_version
+    first_reader = (2, 3) if version >= 4 else (2, 0)
+    if containerd_ver is not None and tuple(containerd_ver[:2]) >= first_reader:
+        fix += (', or raise %s to version = %d (containerd config migrate writes it in that version)'
+                % (main_path, version))
+    return fix
 
 
 # the full ids of the short plugin names a version 1 config used
@@ -450,12 +461,10 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
         errors.extend(short_plugin_ids(path, data, not index, containerd_ver))
         version = file_version(data)
         if index and version > main_version:
-            fate = _higher_version_fate(containerd_ver)
-            if '%d' in fate:
-                fate = fate % (version, main_version)
-            errors.append('%s has version = %d, higher than the main config %s (version = %d): %s. Fix: write '
-                          'the drop-in with version = %d.'
-                          % (path, version, main_path, main_version, fate, main_version))
+            errors.append('%s has version = %d, higher than the main config %s (version = %d): %s. Fix: %s.'
+                          % (path, version, main_path, main_version,
+                             _higher_version_fate(containerd_ver, version, main_version),
+                             _higher_version_fix(containerd_ver, version, main_path, main_version)))
             continue
         if version not in SUPPORTED_VERSIONS:
             continue  # the main file's version was checked when it was read

@@ -40,18 +40,25 @@ def test_a_drop_in_of_a_higher_version_is_refused_and_the_later_drop_ins_are_sti
              (1, 6): 'containerd 1.6 does not read it (it knows no version 3 plugin ids), so nothing in it takes effect'}
     for ver, fate in fates.items():
         errors = check_tree(main, data, ver)
+        # 1.x cannot read a version 3 main file: raising config.toml is no fix there
         assert errors[0] == ('%s has version = 3, higher than the main config %s (version = 2): %s. Fix: write the '
-                             'drop-in with version = 2.' % (newer, main, fate))
+                             'drop-in with version = 2 (the main config\'s version and its plugin ids).'
+                             % (newer, main, fate))
         assert len(errors) == 2 and errors[1].startswith("%s: default_runtime_name is 'gpu' but no runtime table"
                                                          % main)
     # containerd 2.1 reads it (measured), but the config.toml man page forbids it and 2.3 does not start on it;
     # 2.3 refuses it in its own words
+    raise_fix = ('Fix: write the drop-in with version = 2 (the main config\'s version and its plugin ids), or raise '
+                 '%s to version = 3 (containerd config migrate writes it in that version).' % main)
     errors = check_tree(main, data, (2, 1))
-    assert '2.3 and later do not start' in errors[0] and str(newer) in errors[0] and main in errors[0]
+    assert errors[0] == ('%s has version = 3, higher than the main config %s (version = 2): the containerd '
+                         'config.toml man page forbids it: containerd 2.1 runs it today, but containerd 2.3 and later '
+                         'do not start on it, so the node breaks at its next containerd upgrade. %s'
+                         % (newer, main, raise_fix))
     errors = check_tree(main, data, (2, 3))
     assert errors[0] == ('%s has version = 3, higher than the main config %s (version = 2): containerd 2.3 does not '
-                         'start ("drop-in config version 3 higher than root config version 2"). Fix: write the '
-                         'drop-in with version = 2.' % (newer, main))
+                         'start ("drop-in config version 3 higher than root config version 2"). %s'
+                         % (newer, main, raise_fix))
 
 
 # ------------------------------------------------------------------ where an entry points
