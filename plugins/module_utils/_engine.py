@@ -470,15 +470,13 @@ def _choose_target(module, ctx, edit, main, view_before):
                               'change there.' % exc.path, key='edit_in')
         _refuse_split(edit)
         return _retarget(module, ctx, edit, main, exc.path)
-    changed_paths = set(change[0] for change in changes)
-    unchanged = [(path, value) for path, value in main.doc.wanted if path not in changed_paths]
-    if not changes and not unchanged:
+    if not changes and not main.doc.wanted:
         return main, values, changes
     view = load_effective(main.path, main.doc.data, ctx.containerd_version) if changes else view_before
     effects = [e for e in effects_of(view, main.path, changes) if e.value is not ABSENT]
     # config.toml may already say what the edit wants while a later file
     # decides the key otherwise: no byte changes, and still not in effect
-    effects += [e for e in effects_of(view, main.path, unchanged) if not e.in_effect]
+    effects += _held_not_in_effect(view, main, changes)
     # a later file that sets the same key decides it, whatever config.toml says:
     # the change belongs there (an equal value there makes this edit redundant)
     elsewhere = [e for e in effects if e.shadowed_by]
@@ -497,6 +495,13 @@ def _choose_target(module, ctx, edit, main, view_before):
         return main, values, changes
     _refuse_split(edit)
     return _retarget(module, ctx, edit, main, homes.pop())
+
+
+def _held_not_in_effect(view, target, changes):
+    """The effects of what target's file already says the edit wants (no byte change) that view does not run."""
+    changed_paths = set(change[0] for change in changes)
+    unchanged = [(path, value) for path, value in target.doc.wanted if path not in changed_paths]
+    return [e for e in effects_of(view, target.path, unchanged) if not e.in_effect]
 
 
 class SplitEdit(Exception):
@@ -874,9 +879,7 @@ class EditTransaction(Transaction):
         self.effects = effects_of(self.view, target.path, changes)
         if target is not main:
             # a drop-in that already says what the edit wants is only ok where containerd runs it
-            changed_paths = set(change[0] for change in changes)
-            idle = [e for e in effects_of(self.view, target.path, [(p, v) for p, v in doc.wanted
-                                                                   if p not in changed_paths]) if not e.in_effect]
+            idle = _held_not_in_effect(self.view, target, changes)
             if idle:
                 raise _shadow_error(target.path, idle, ctx.edit_in)
         if module._diff and target.file_changed:
