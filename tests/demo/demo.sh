@@ -118,13 +118,19 @@ config_sha() { podman exec "$NODE" sha256sum /etc/containerd/config.toml | cut -
 starts() { podman exec "$NODE" bash -c "journalctl -u containerd -o cat --no-pager | grep -c '^Started containerd' || true"; }
 recap() { sed -n "s/^$NODE *: .*changed=\([0-9]*\).*failed=\([0-9]*\).*/changed=\1 failed=\2/p" "$1" | tail -n 1; }
 # The kata stand-in runs the runc shim, which cannot read kata's options
-# (ConfigPath), so the readiness probe does not pass them (as in Molecule).
+# (ConfigPath), so the readiness probe does not pass them (as in Molecule);
+# the node has no KVM or vhost modules for a real kata VM, so coco's check
+# that the node can run each class is off (the stand-ins need neither), and
+# every kata class is probed (coco probes only kata-qemu by default: the
+# TDX / SEV-SNP classes need that hardware; the stand-in shim runs them all).
 site() {  # site.yml LOG STATE [extra args]: both roles to STATE
     local log=$1 state=$2
     shift 2
     ansible-playbook -i "$DEMO/inventory.yml" playbooks/site.yml \
         -e target="$NODE" -e gpu_toolkit_state="$state" -e coco_state="$state" \
         -e coco_payload_archive="$DEMO/kata-payload.tar.gz" \
+        -e coco_check_node=false \
+        -e '{"coco_readiness_probe_handlers": ["kata-qemu", "kata-qemu-coco-dev", "kata-qemu-tdx", "kata-qemu-snp"]}' \
         -e node_readiness_pass_config_path=false \
         -e node_readiness_show_report=false \
         -e node_readiness_report_path=/var/lib/nodeguard/readiness.json \
