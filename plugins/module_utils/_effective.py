@@ -404,11 +404,18 @@ class EffectiveConfig(object):
 
 
 class EditElsewhere(Exception):
-    """Raised by an edit callback: what it edits lives in another file of the tree (path)."""
+    """Raised by an edit callback: what it edits lives in another file of the tree (path).
 
-    def __init__(self, msg, path):
-        super(EditElsewhere, self).__init__(msg)
+    reason: what is wrong, without the fix; fix (optional): how to put it
+    right, for a caller that does not move the edit itself (the message then
+    ends with it).
+    """
+
+    def __init__(self, msg, path, fix=None):
+        super(EditElsewhere, self).__init__(msg if fix is None else '%s Fix: %s.' % (msg, fix))
+        self.reason = msg
         self.path = path
+        self.fix = fix
 
 
 def load_effective(main_path, main_data, containerd_ver, overrides=None):

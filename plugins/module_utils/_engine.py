@@ -466,7 +466,7 @@ def _choose_target(module, ctx, edit, main, view_before):
         values, changes = _apply(edit, main, ctx)
     except EditElsewhere as exc:
         if edit_in == 'config':
-            raise ConfigError(str(exc) + ' Nothing was written. Fix: edit_in: auto (or edit_in: %s) writes the '
+            raise ConfigError(exc.reason + ' Nothing was written. Fix: edit_in: auto (or edit_in: %s) writes the '
                               'change there.' % exc.path, key='edit_in')
         _refuse_split(edit)
         return _retarget(module, ctx, edit, main, exc.path)

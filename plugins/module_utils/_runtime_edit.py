@@ -141,7 +141,9 @@ def _refuse_unrun_table(doc, ctx, name, path):
     if home and home != doc.path:
         raise EditElsewhere('%s: runtime %s is defined here, but containerd %s does not run this table: %s defines '
                             'plugins."%s" too and its table replaces this one.'
-                            % (doc.path, name, version_text(view.containerd_ver, '1.x'), home, merged[1]), home)
+                            % (doc.path, name, version_text(view.containerd_ver, '1.x'), home, merged[1]), home,
+                            fix='make the change to runtime %s in %s, where containerd reads it (edit_in: auto writes '
+                            'it there)' % (name, home))
 
 
 def _tree_view(files, ver):
