@@ -171,7 +171,7 @@ def link_target(target, meta):
     """Where a guide's link to TARGET (relative to docs/) points on the site."""
     if re.match(r'^[a-z][a-z0-9+.-]*:', target) or target.startswith('#'):
         return target
-    path, _, anchor = target.partition('#')
+    path, anchor = (target.split('#', 1) + [''])[:2]
     repo_path = os.path.normpath(os.path.join('docs', path))
     pages = '../' + PAGES.format(**meta)
     role = re.match(r'^roles/(\w+)(/README\.md)?/?$', repo_path)

@@ -76,7 +76,7 @@ class Chromium:
     def _message(self, deadline):
         while b'\0' not in self._buffer:
             left = deadline - time.monotonic()
-            ready, _, _ = select.select([self._from_browser], [], [], max(left, 0))
+            ready = select.select([self._from_browser], [], [], max(left, 0))[0]
             if not ready:
                 raise TimeoutError('Chromium did not answer in time')
             chunk = os.read(self._from_browser, 1 << 20)
@@ -205,7 +205,7 @@ def role_specs():
     return found
 
 
-@pytest.mark.parametrize('role,specs', role_specs(), ids=[r for r, _ in role_specs()])
+@pytest.mark.parametrize('role,specs', role_specs(), ids=[pair[0] for pair in role_specs()])
 def test_each_role_has_a_page_with_each_entry_points_options(pages, role, specs):
     page = pages.get(os.path.join(PAGES, '%s_role.html' % role))
     assert page is not None, 'no page for role %s' % role

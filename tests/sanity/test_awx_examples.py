@@ -167,8 +167,8 @@ def check_question(question, kind, option, facts, where):
     problems = []
     var, qtype = question['variable'], question['type']
     if qtype not in SURVEY_TYPES.get(kind, ()):
-        problems.append('%s: %s is %s, declared %s (survey type %s)' % (where, var, qtype, kind,
-                                                                      '/'.join(sorted(SURVEY_TYPES.get(kind, ['none'])))))
+        wanted = '/'.join(sorted(SURVEY_TYPES.get(kind, ['none'])))
+        problems.append('%s: %s is %s, declared %s (survey type %s)' % (where, var, qtype, kind, wanted))
         return problems
     choices = question.get('choices')
     if kind == 'bool' and set(choices or ()) != {'true', 'false'}:
@@ -263,8 +263,8 @@ def test_the_workflow_snapshots_rolls_out_and_on_failure_reports_then_repairs():
     def next_of(identifier, kind):
         return [nodes[n['identifier']] for n in nodes[identifier].get('related', {}).get(kind, [])]
 
-    children = set(n['identifier'] for node in nodes.values() for kind in ('success_nodes', 'failure_nodes',
-                                                                          'always_nodes')
+    kinds = ('success_nodes', 'failure_nodes', 'always_nodes')
+    children = set(n['identifier'] for node in nodes.values() for kind in kinds
                    for n in node.get('related', {}).get(kind, []))
     roots = [i for i in nodes if i not in children]
     assert [nodes[r]['playbook'] for r in roots] == ['snapshot']
@@ -278,7 +278,7 @@ def test_the_workflow_snapshots_rolls_out_and_on_failure_reports_then_repairs():
 
 
 def test_the_workflow_survey_fits_every_job_it_reaches():
-    _, nodes = workflow_nodes()
+    nodes = workflow_nodes()[1]
     playbooks = sorted(set(n['playbook'] for n in nodes.values()))
     assert check_survey(survey('workflow'), playbooks, 'workflow') == []
 
