@@ -267,25 +267,65 @@ def note_file(path, limit=4 * 1024 * 1024):
     note_text(text)
 
 
-def mark_secret_value(argument_spec):
-    """argument_spec with ``value`` a no_log option when the task's ``key`` is a secret path.
+def mark_secret_options(argument_spec):
+    """argument_spec with the options that carry a secret in this task made no_log.
 
     AnsibleModule logs its arguments to the node's journal while it starts,
     before bind() could note anything; a no_log option is logged (and returned
-    in the invocation) as a placeholder. Read from the task's arguments, which
-    Ansible parses once and keeps; anything unreadable is left to
-    AnsibleModule to report.
+    in the invocation) as a placeholder. So, read from the task's arguments
+    (which Ansible parses once and keeps): ``value`` when ``key`` is a secret
+    path, every ``settings`` entry's ``value`` when one entry's key is, and
+    ``content`` (also of ``dropins`` entries) when the TOML text holds a
+    secret. Anything unreadable is left to AnsibleModule to report.
     """
     try:
         from ansible.module_utils.basic import _load_params
         params = _load_params()
         patterns = parse_patterns(params.get('secret_keys'))
-        path = parse_dotted_key(str(params['key'])) if params.get('key') is not None else None
     except BaseException:  # AnsibleModule reads the same arguments and says what is wrong with them
         return argument_spec
-    if path is not None and params.get('value') is not None and is_secret_path(path, patterns):
-        argument_spec = dict(argument_spec, value=dict(argument_spec['value'], no_log=True))
-    return argument_spec
+    spec = dict(argument_spec)
+    if 'value' in spec and _is_secret_key(params.get('key'), patterns) and params.get('value') is not None:
+        spec['value'] = dict(spec['value'], no_log=True)
+    entries = params.get('settings') if isinstance(params.get('settings'), list) else []
+    if 'settings' in spec and any(isinstance(e, dict) and _is_secret_key(e.get('key'), patterns) for e in entries):
+        spec['settings'] = _suboption_no_log(spec['settings'], 'value')
+    if 'content' in spec and _holds_secret(params.get('content'), patterns):
+        spec['content'] = dict(spec['content'], no_log=True)
+    dropins = params.get('dropins') if isinstance(params.get('dropins'), list) else []
+    if _suboptions(spec.get('dropins')).get('content') and any(
+            isinstance(d, dict) and _holds_secret(d.get('content'), patterns) for d in dropins):
+        spec['dropins'] = _suboption_no_log(spec['dropins'], 'content')
+    return spec
+
+
+def _is_secret_key(key, patterns):
+    if key is None:
+        return False
+    try:
+        return is_secret_path(parse_dotted_key(str(key)), patterns)
+    except (TomlLayoutError, ValueError, IndexError):
+        return False
+
+
+def _holds_secret(content, patterns):
+    if not isinstance(content, str):
+        return False
+    try:
+        import tomlkit
+        return bool(secret_values(plain(tomlkit.parse(content)), patterns))
+    except Exception:  # not TOML: the module refuses it later, naming the parse error
+        return False
+
+
+def _suboptions(option):
+    return (option or {}).get('options') or {}
+
+
+def _suboption_no_log(option, name):
+    options = dict(_suboptions(option))
+    options[name] = dict(options[name], no_log=True)
+    return dict(option, options=options)
 
 
 # ------------------------------------------------------------ what changed, redacted copies

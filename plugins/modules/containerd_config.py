@@ -360,6 +360,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     run_logic,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import RUNTIME_ENTRY_OPTIONS
+from ansible_collections.nodeguard.containerd.plugins.module_utils._secrets import mark_secret_options
 
 
 def main():
@@ -383,6 +384,7 @@ def main():
         release_all=dict(type='bool', default=False),
     )
     argument_spec.update(COMMON_ARGUMENT_SPEC)
+    argument_spec = mark_secret_options(argument_spec)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_tomlkit(module)
     ctx = Context(module, os.path.abspath(module.params['path']))

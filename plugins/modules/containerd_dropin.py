@@ -218,6 +218,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     require_tomlkit,
     run_logic,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._secrets import mark_secret_options
 
 SHARED = ('path', 'state_dir', 'validate', 'backup', 'lock_timeout', 'containerd_bin', 'containerd_version', 'owner',
           'secret_keys')
@@ -234,6 +235,7 @@ def main():
     )
     for key in SHARED:
         argument_spec[key] = dict(COMMON_ARGUMENT_SPEC[key])
+    argument_spec = mark_secret_options(argument_spec)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_if=[('state', 'present', ['content']), ('state', 'present', ['dropin'])],
                            required_one_of=[('dropin', 'dropins')], mutually_exclusive=[('dropin', 'dropins')])

@@ -251,7 +251,7 @@ owner:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._secrets import mark_secret_value
+from ansible_collections.nodeguard.containerd.plugins.module_utils._secrets import mark_secret_options
 from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
     COMMON_ARGUMENT_SPEC,
     run_batch,
@@ -279,7 +279,7 @@ def main():
     )
     argument_spec.update(COMMON_ARGUMENT_SPEC)
     # a secret key's value is never logged or returned (the journal line AnsibleModule writes on start)
-    argument_spec = mark_secret_value(argument_spec)
+    argument_spec = mark_secret_options(argument_spec)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_one_of=[('key', 'settings')],
                            mutually_exclusive=[('settings', 'key'), ('settings', 'value')],

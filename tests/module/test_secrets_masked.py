@@ -127,6 +127,8 @@ def test_every_module_masks_the_credentials(run_module, node, version, fixture, 
                   settings=[dict(key=secret_key, raw=True, value=NEW_PW)],
                   runtimes=[dict(name='kata', runtime_type='io.containerd.kata.v2')])
     assert res['changed'] and NEW_PW not in json.dumps(res)
+    # the journal line on start too: a settings entry whose key is a secret path makes every entry's value no_log
+    assert res['invocation']['module_args']['settings'][0]['value'] == 'VALUE_SPECIFIED_IN_NO_LOG_PARAMETER'
     extra = os.path.join(n['etc'], 'extra.toml')
     with open(extra, 'w') as f:
         f.write('version = %d\n' % version)
@@ -134,8 +136,10 @@ def test_every_module_masks_the_credentials(run_module, node, version, fixture, 
     if version == 3:
         dropin = os.path.join(n['etc'], 'conf.d', 'mirror.toml')
         for check in (True, False):
-            run_all(run_module, n, outputs, check, module='containerd_dropin', dropin=dropin,
-                    content='version = 3\n' + DROPIN_V3, owner='coco')
+            res = run_all(run_module, n, outputs, check, module='containerd_dropin', dropin=dropin,
+                          content='version = 3\n' + DROPIN_V3, owner='coco')
+            # a content that holds a secret is a no_log option: the journal line on start has a placeholder
+            assert res['invocation']['module_args']['content'] == 'VALUE_SPECIFIED_IN_NO_LOG_PARAMETER'
         run_all(run_module, n, outputs, True, module='containerd_dropin', dropin=dropin, content='version = 3\n',
                 owner='coco')
         run_all(run_module, n, outputs, False, module='containerd_dropin', dropin=dropin, state='absent',
