@@ -117,9 +117,14 @@ def handlers(items, runtimes, opts, probe_default):
             entry.update(runtime_type=table.get('runtime_type', ''), runtime_path=table.get('runtime_path', ''),
                          options=table.get('options') or {})
             entry['probe_id'], entry['probe_argv'], entry['probe_notes'] = probe_argv(name, table, spec, opts)
-            entry['probe_kind'] = 'run' if '--rm' in entry['probe_argv'] else 'start'
+            entry['probe_kind'] = probe_kind(entry['probe_argv'])
         out.append(entry)
     return out
+
+
+def probe_kind(argv):
+    """'start' for a probe started detached (no command: seen running, then stopped), else 'run'."""
+    return 'start' if argv[argv.index('run') + 1] == '-d' else 'run'
 
 
 def _images(opts):
@@ -170,10 +175,17 @@ def _cleanup(prefix, probe_id):
     return '' if rc == 0 or 'not found' in text else (text.splitlines() or [''])[-1][-300:]
 
 
+# what task_status says when ``ctr tasks ls`` itself failed: not a sign the task stopped
+LIST_FAILED = 'UNKNOWN (ctr tasks ls failed)'
+
+
 def task_status(prefix, probe_id):
-    """The task's status in ``ctr tasks ls`` (RUNNING, STOPPED, ...), or None when it is not listed."""
+    """The task's status in ``ctr tasks ls`` (RUNNING, STOPPED, ...), None when it is not listed,
+    LIST_FAILED when the list could not be read."""
     rc, out, _err = run(prefix + ['tasks', 'ls'], timeout=15)
-    for line in out.splitlines()[1:] if rc == 0 else []:
+    if rc != 0:
+        return LIST_FAILED
+    for line in out.splitlines()[1:]:
         cols = line.split()
         if len(cols) >= 3 and cols[0] == probe_id:
             return cols[-1]
@@ -206,7 +218,8 @@ def start_probe(argv, probe_id, timeout):
         result['status'] = task_status(prefix, probe_id)
         if result['status'] == 'RUNNING':
             result['stop_seconds'], result['stopped_by'] = _stop(prefix, probe_id)
-            result['ok'] = True
+            # a task that neither signal stopped is a handler that does not work as the kubelet needs
+            result['ok'] = result['stopped_by'] is not None
     result['cleanup_error'] = _cleanup(prefix, probe_id)
     return result
 
@@ -214,7 +227,7 @@ def start_probe(argv, probe_id, timeout):
 def run_probe(argv, probe_id, timeout):
     """Run one probe container (bounded) and make sure it is gone afterwards."""
     ctr_prefix = argv[:argv.index('run')]  # ctr --address A -n NS
-    if argv[len(ctr_prefix) + 1] == '-d':
+    if probe_kind(argv) == 'start':
         return start_probe(argv, probe_id, timeout)
     start = time.monotonic()
     rc, out, err = run(argv, timeout=timeout)
@@ -223,9 +236,9 @@ def run_probe(argv, probe_id, timeout):
         run(ctr_prefix + ['tasks', 'kill', '-s', 'SIGKILL', probe_id], timeout=15)
         time.sleep(0.5)
     # --rm removes the container on a normal exit; make sure of it
-    run(ctr_prefix + ['tasks', 'delete', '-f', probe_id], timeout=15)
-    run(ctr_prefix + ['containers', 'delete', probe_id], timeout=15)
-    return dict(kind='run', ok=rc == 0, rc=rc, seconds=elapsed, stdout=out[-2000:], stderr=err[-2000:], argv=argv)
+    cleanup_error = _cleanup(ctr_prefix, probe_id)
+    return dict(kind='run', ok=rc == 0, rc=rc, seconds=elapsed, stdout=out[-2000:], stderr=err[-2000:], argv=argv,
+                cleanup_error=cleanup_error)
 
 
 # at most this many probe containers at once (a node with many kata handlers)

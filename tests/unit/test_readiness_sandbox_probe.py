@@ -105,6 +105,21 @@ def test_a_task_that_ignores_sigterm_is_killed(ctr, monkeypatch):
     assert ['tasks', 'kill', '-s', 'SIGKILL', probe_id] in fake.calls
 
 
+def test_a_task_no_signal_stops_fails_and_a_failed_list_is_not_a_stop(ctr, monkeypatch):
+    probe_id, argv = start_argv()
+    monkeypatch.setattr(probe, 'STOP_SECONDS', 0.05)
+    fake = ctr(statuses=['RUNNING'])
+    fake.pid = probe_id
+    monkeypatch.setattr(probe.time, 'sleep', lambda s: REAL_SLEEP(0.02))
+    res = probe.run_probe(argv, probe_id, 30)
+    assert not res['ok'] and res['status'] == 'RUNNING' and res['stopped_by'] is None
+    assert fake.calls[-2:] == [['tasks', 'delete', '-f', probe_id], ['containers', 'delete', probe_id]]
+    # ctr tasks ls failing while the probe waits says nothing about the task: it is not taken as stopped
+    monkeypatch.setattr(probe, 'run', lambda argv, timeout=30: (1, '', 'ctr: connection refused\n'))
+    assert probe.task_status(argv[:5], probe_id) == probe.LIST_FAILED
+    assert probe._stop(argv[:5], probe_id)[1] is None
+
+
 def test_a_task_that_is_not_running_fails_and_is_still_removed(ctr):
     probe_id, argv = start_argv()
     fake = ctr(statuses=('STOPPED',))
