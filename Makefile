@@ -91,6 +91,7 @@ help:
 	@echo "make test-molecule MOLECULE_SCENARIOS=fleet [FLEET_FULL=1]  mixed-fleet rollout, a poisoned node, the fleet report"
 	@echo "make lint-pipelines    no early-exit reader in a pipefail pipeline (tests/sanity), shellcheck"
 	@echo "make sanity | lint | bench | test-unit | test-module | test-roles | test-standins | test-reliability"
+	@echo "make docs              the collection's docs as HTML in build/docs/html (make test-docs: every page in headless Chromium)"
 	@echo "make setup-stress N=10 N fresh clones of HEAD run 'make deps collection' with all cores busy, then:"
 	@echo "make test-clone-paths  the namespace and uid 65534 tests from fresh clones under /tmp and /root"
 	@echo "make flake-hunt        unit, module, roles suites FLAKE_RUNS=$(FLAKE_RUNS) times in random order, busy and quiet"
