@@ -169,29 +169,6 @@ def self_import_warning(path):
             'once the toolkit no longer manages the file.' % (path, path))
 
 
-def redirect_imports(text, data, path, moved, containerd_ver=None):
-    """The text of a file whose imports name files in moved ({path: copy}) at their copies, or None.
-
-    A glob that matches a moved file is spelled out (its matches in order) so
-    that the one match can be replaced.  Used on the copies the check step
-    hands to containerd: the candidate is read as it will be read in place.
-    """
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlText
-    entries, changed = [], False
-    for entry in (data.get('imports') if isinstance(data.get('imports'), list) else []):
-        files = expand_import(entry, path, containerd_ver) if isinstance(entry, str) else []
-        if not any(f in moved for f in files):
-            entries.append(entry)
-            continue
-        changed = True
-        entries.extend(moved.get(f, f) for f in files)
-    if not changed:
-        return None
-    doc = TomlText(text, copy.deepcopy(data))
-    doc.set_value(('imports',), entries)
-    return doc.text
-
-
 def copies_for_containerd(files, texts, committed, write, containerd_ver=None):
     """The main copy to hand containerd so that it reads the candidate tree as it will be read in place.
 
@@ -199,43 +176,65 @@ def copies_for_containerd(files, texts, committed, write, containerd_ver=None):
     texts: {path: text} of the files being replaced (main always);
     committed: {path: temporary file} of candidates written already (a
     drop-in's, renamed on commit); write(path, text) -> a temporary file
-    beside path.  containerd loads each path once, so a self-import adds
-    nothing in place; at a temporary path it would read the live file.
+    beside path (the transaction's temp(): a failure is its ConfigError).
     Returns None when no file of the tree imports a file being replaced.
+
+    containerd loads each path once, breadth first, so a self-import adds
+    nothing in place; at a temporary path it would read the live file.  The
+    main copy lists every file of the tree (each copy in its file's place),
+    so a copy's own entries for copied files add nothing either: they are
+    left out, and each copy is written once, drop-ins before the main copy
+    that names them.
     """
     main = files[0][0]
     needs = [p for p, d in files if any(f in texts for f in imported_by(p, d, containerd_ver))]
     if not needs:
         return None
     if needs == [main] and set(texts) == set([main]):
-        copy_path = write(main, texts[main])
-        return _rewrite(copy_path, redirect_imports(texts[main], files[0][1], main, {main: copy_path},
-                                                    containerd_ver))
+        return write(main, without_imports_of(texts[main], files[0][1], main, set([main]), containerd_ver))
+    copied = set(texts) | set(committed) | set(needs) | set([main])
     moved = dict(committed)
-    for path, _data in files[1:]:
-        if path in needs:
-            moved[path] = write(path, '')
-    moved[main] = write(main, '')
     for path, data in files[1:]:
         if path in needs:
             text = texts[path] if path in texts else _read_text(path)
-            _rewrite(moved[path], redirect_imports(text, data, path, moved, containerd_ver))
+            moved[path] = write(path, without_imports_of(text, data, path, copied, containerd_ver))
     # config.toml with its imports spelled out (every file listed, each copy in its file's place)
     from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlText
     doc = TomlText(texts[main], copy.deepcopy(files[0][1]))
     doc.set_value(('imports',), [moved.get(p, p) for p, _d in files[1:]])
-    return _rewrite(moved[main], doc.text)
+    return write(main, doc.text)
+
+
+def without_imports_of(text, data, path, copied, containerd_ver=None):
+    """The text of a file with its imports of the files in copied left out (a glob spelled out to its other
+    matches); the text itself when it imports none of them."""
+    entries, changed = [], False
+    for entry in (data.get('imports') if isinstance(data.get('imports'), list) else []):
+        files = expand_import(entry, path, containerd_ver) if isinstance(entry, str) else []
+        if not any(f in copied for f in files):
+            entries.append(entry)
+            continue
+        changed = True
+        entries.extend(f for f in files if f not in copied)
+    if not changed:
+        return text
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlText
+    doc = TomlText(text, copy.deepcopy(data))
+    doc.set_value(('imports',), entries)
+    return doc.text
 
 
 def _read_text(path):
-    with open(path, 'rb') as f:
-        return split_bom(f.read().decode('utf-8'))[0]
-
-
-def _rewrite(path, text):
-    with open(path, 'wb') as f:
-        f.write(text.encode('utf-8'))
-    return path
+    try:
+        with open(path, 'rb') as f:
+            return split_bom(f.read().decode('utf-8'))[0]
+    except (IOError, OSError) as exc:
+        raise ConfigError('cannot read %s (%s) to check the candidate config with containerd. Nothing was '
+                          'written. Fix: make %s readable by the user nodeguard runs as.'
+                          % (path, exc.strerror, path), key=None)
+    except UnicodeDecodeError as exc:
+        raise ConfigError('cannot read %s: it is not UTF-8 (%s). Nothing was written. Fix: save it as UTF-8.'
+                          % (path, exc), key=None)
 
 
 class ImportProblem(object):
