@@ -251,3 +251,26 @@ def test_on_the_toolkit_dropin_node_every_change_was_made_and_undone_in_the_drop
     assert uninstall["released"]["tables"] == ["nvidia-experimental"], uninstall
     # the restart contract saw the drop-in change: one restart per changing run, none on a re-run
     assert [r["restart"].get("restarted") for r in recorded] == [True, False, True, False]
+
+
+TOOLKIT_CASES = ("v117-runc", "v120-toolkit-first", "v120-nodeguard-first")
+
+
+@pytest.mark.parametrize("case", TOOLKIT_CASES)
+def test_the_toolkit_stand_ins_leftovers_were_repaired_and_the_node_rebooted_ready(node, case):
+    """toolkit.yml: what NVIDIA's toolkit (the stand-in, its real bytes) leaves beside gpu_toolkit, repaired."""
+    if node[0] in DROPIN_NODES:
+        pytest.skip("toolkit.yml does not run on the toolkit's drop-in nodes")
+    ev = evidence(node, "toolkit-" + case)
+    if case == "v117-runc":
+        # the cleanup deleted runc (SystemdCgroup with it) and the default: 1.x's CRI plugin fails
+        # (gpu_toolkit's nvidia is a runtimes table, so no built-in runc), 2.x runs a runc without SystemdCgroup
+        assert not ev["left"]["ready"], ev["left"]
+        runc = ev["left"]["effective"]["runtimes"].get("runc") or {}
+        assert not (runc.get("options") or {}).get("SystemdCgroup"), runc
+        assert ("cri_plugin" if CONFIG_VERSION[node[0]] == 2 else "baseline_drift") in ev["left"]["failed"]
+        # gpu_toolkit's own runtime was kept by the repair
+        assert ev["repaired"]["runtimes"]["nvidia"]["options"]["BinaryName"] == "/usr/local/bin/nvidia-container-runtime"
+    assert ev["repaired"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is True
+    assert ev["repaired"]["default_runtime_name"] == "runc"
+    assert ev["rebooted_ready"] is True and ev["rebooted_cri"] == "pass", ev["rebooted_failed"]
