@@ -23,7 +23,6 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model
 from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective
 from ansible_collections.nodeguard.containerd.plugins.module_utils._info import InfoError, imports_facts, read_main
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import get_in
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import self_import_warning, self_imports
 
 
 class Tree(object):
@@ -35,7 +34,8 @@ class Tree(object):
         self.config_version = None
         self.entries = []   # [{file, entry, path, glob, exists, files}] in containerd's load order
         self.errors = []    # imported files that could not be read or parsed
-        self.self_imports = []   # the config itself when its imports name it (NVIDIA's toolkit before 1.18)
+        self.self_imports = []   # files of the tree that import themselves (NVIDIA's toolkit before 1.18)
+        self.warnings = []       # what loads but should be said: each self-import, named
         data = None
         try:
             _facts, data, _problems = read_main(path, containerd_ver)
@@ -45,9 +45,9 @@ class Tree(object):
             self.parse_error = self.parse_error or '%s does not exist' % path
             return
         self.config_version = data.get('version', 1)
-        self.self_imports = self_imports(path, data, containerd_ver)
         view = load_effective(path, data, containerd_ver)
         facts = imports_facts(view, containerd_ver)
+        self.self_imports, self.warnings = facts['self_imports'], facts['warnings']
         missing = set((m['imported_by'], m['entry']) for m in facts['missing'])
         for item in facts['entries']:
             exists = bool(item['files']) if item['glob'] else not item['missing']
@@ -55,12 +55,6 @@ class Tree(object):
                                      glob=item['glob'], exists=exists, files=item['files']))
         # a missing file is its own check (imports_exist); everything else the walk met is an error
         self.errors = [p.message for p in view.problems if (p.importing_file, p.entry) not in missing]
-
-    @property
-    def warnings(self):
-        """What loads but should be said: a config that imports itself, named (the readiness report's
-        imports_self check, not required)."""
-        return [self_import_warning(me) for me in self.self_imports]
 
     @property
     def missing(self):

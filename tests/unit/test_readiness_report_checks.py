@@ -199,6 +199,18 @@ def test_imports_missing_and_twice_are_named(node, tmp_path):
     assert by_name(node.report())['imports_exist']['reason'] == '1 import entry, every non-glob one exists'
 
 
+def test_a_config_that_imports_itself_is_a_warning_that_names_it(node):
+    with open(node.p['path'], 'w') as f:
+        f.write('version = 2\nimports = ["%s"]\n' % node.p['path'])
+    report = node.report()
+    check = by_name(report)['imports_self']
+    assert check['status'] == 'fail' and not check['required'] and node.p['path'] in check['reason']
+    assert 'imports_self' in report['warnings'] and 'imports_self' not in report['failed']
+    with open(node.p['path'], 'w') as f:
+        f.write('version = 2\n')
+    assert 'imports_self' not in by_name(node.report())
+
+
 def test_an_import_that_cannot_be_read_fails_imports_exist(node, tmp_path):
     bad = tmp_path / 'bad.toml'
     bad.write_text('version = = 2\n')
