@@ -94,7 +94,7 @@ def run_case(tmp_path, source, containerd, env, steps):
     shutil.copyfile(os.path.join(CTK, "inputs", source), str(live / "config.toml"))
     full_env = dict(os.environ, STANDIN=STANDIN, CONTAINERD=containerd, **env)
     argv = ["unshare", "-m", "sh", "-c", RUNNER, "runner", str(live), str(out)]
-    argv += [" ".join(args) for args, _ in steps]
+    argv += [" ".join(args) for args, _expected in steps]
     res = subprocess.run(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          universal_newlines=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
@@ -104,7 +104,7 @@ def run_case(tmp_path, source, containerd, env, steps):
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_standin_writes_the_real_toolkits_bytes(tmp_path, case):
     _require()
-    _, source, containerd, env, steps = case
+    _name, source, containerd, env, steps = case
     assert containerd and os.access(containerd, os.X_OK), "containerd binary missing (make deps)"
     out = run_case(tmp_path, source, containerd, env, steps)
     for index, (args, expected) in enumerate(steps):
