@@ -135,6 +135,7 @@ class Context(object):
         self.warnings = []
         self.written = []  # files renamed into place by this run: a later failure names them
         self.tree_files = None  # [(path, data)] of the tree when the edit runs on a drop-in
+        self.view_before = None  # the merged view of the tree as read, before the edit (set by the open step)
         # drop-ins whose undo a check-mode uninstall previewed (the next step previews the next file)
         self.previewed = set()
         self._bin = False
@@ -856,6 +857,7 @@ class EditTransaction(Transaction):
             self.opened = True
         self.main = _read_config(module, self.ctx, self.path)
         self.view_before = load_effective(self.path, self.main.doc.data, self.ctx.containerd_version)
+        self.ctx.view_before = self.view_before  # the edit callbacks ask it what the other files define
         for _path, data in self.view_before.files:
             secrets.note_data(data)  # the drop-ins too: a diff or a message may quote them
 
@@ -923,8 +925,7 @@ class EditTransaction(Transaction):
         if checked.problems:
             raise ConfigError('refusing to write %s: the new config would not load. %s Nothing was written.'
                               % (target.path, ' '.join(checked.problems)), key=None, check_errors=checked.problems)
-        for warning in check_warnings(self.path, main.doc.data if target is main else main.data_before,
-                                      ctx.containerd_version, overrides=overrides):
+        for warning in check_warnings(self.path, None, ctx.containerd_version, files=self.view.files):
             ctx.warn(warning)
         uid, gid, mode = _stat_owner(module, params) if target is main else (None, None, None)
         self.tmp = self.temp(target.write_path, target.new_bytes, mode=mode, uid=uid, gid=gid)

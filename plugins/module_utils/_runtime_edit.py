@@ -105,9 +105,9 @@ def _defined_in_imports(doc, name, ctx=None):
     """
     files = getattr(ctx, 'tree_files', None)
     ver = getattr(ctx, 'containerd_version', None)
-    if files is None:
-        files, _problems = load_tree(doc.path, doc.data, ver)
     view = None
+    if files is None:
+        files, view = _tree_of(doc, ctx)
     for path, data in files:
         version = file_version(data)
         runtimes = get_in(data, Layout(version).runtimes) if version in (2, 3, 4) else None
@@ -128,10 +128,10 @@ def _refuse_unrun_table(doc, ctx, name, path):
     containerd 1.x: a drop-in's CRI table (with or without a version line)
     replaces config.toml's whole, so config.toml's runtimes are not run.
     """
-    files = load_tree(doc.path, doc.data, getattr(ctx, 'containerd_version', None))[0]
+    files, view = _tree_of(doc, ctx)
     if len(files) < 2 or not any(isinstance(d.get('plugins'), dict) for _p, d in files[1:]):
         return  # no other file has a plugin table (the merged view of a big config is not cheap)
-    view = _tree_view(files, getattr(ctx, 'containerd_version', None))
+    view = view or _tree_view(files, getattr(ctx, 'containerd_version', None))
     if view is None:
         return
     merged = view.read_path(path, doc.path)
@@ -144,6 +144,15 @@ def _refuse_unrun_table(doc, ctx, name, path):
                             % (doc.path, name, version_text(view.containerd_ver, '1.x'), home, merged[1]), home,
                             fix='make the change to runtime %s in %s, where containerd reads it (edit_in: auto writes '
                             'it there)' % (name, home))
+
+
+def _tree_of(doc, ctx):
+    """(files, view) of the tree doc heads: the engine's view of it as read while doc is as read (view is then
+    that view), else the tree loaded again (view None: the caller builds it when it needs it)."""
+    before = getattr(ctx, 'view_before', None)
+    if before is not None and before.files and before.files[0][0] == doc.path and not doc.changed:
+        return before.files, before
+    return load_tree(doc.path, doc.data, getattr(ctx, 'containerd_version', None))[0], None
 
 
 def _tree_view(files, ver):

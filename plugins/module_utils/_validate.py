@@ -508,9 +508,13 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
     return errors
 
 
-def check_warnings(main_path, main_data, containerd_ver, overrides=None):
-    """What the built-in checks warn of in a candidate tree without refusing it (each message names its file)."""
-    files, _problems = load_tree(main_path, main_data, containerd_ver, overrides=overrides)
+def check_warnings(main_path, main_data, containerd_ver, overrides=None, files=None):
+    """What the built-in checks warn of in a candidate tree without refusing it (each message names its file).
+
+    files: the tree's [(path, data)] when the caller has read it already (the engine's view of the candidate).
+    """
+    if files is None:
+        files, _problems = load_tree(main_path, main_data, containerd_ver, overrides=overrides)
     warnings = []
     for path, data in files:
         if self_imports(path, data, containerd_ver):
