@@ -24,7 +24,7 @@ export NG_STAGE_TIMES := $(BUILD)/stage-times.tsv
 # Debian packages the tests and the demo need on the machine.
 APT_PACKAGES ?= containerd runc podman debootstrap uidmap fuse-overlayfs \
 	slirp4netns busybox-static python3-venv git make shellcheck chromium \
-	gcc libc6-dev zstd
+	gcc libc6-dev zstd xz-utils
 
 # The collection, reachable as nodeguard.containerd from the checkout.
 COLLECTIONS_DIR := $(BUILD)/collections

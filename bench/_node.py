@@ -102,6 +102,7 @@ class Node(object):
         pid = self.pid()
         hostvars = {'coco_payload_archive': os.path.join(self.work, 'kata-payload.tar.gz'),
                     'coco_test_pristine': '/var/lib/nodeguard-test/config.toml.pristine',
+                    'coco_check_node': False,  # the kata stand-in shim runs no VM: no TDX/SNP to check for
                     'node_readiness_pass_config_path': False,
                     'node_readiness_probe_image_required': True,
                     'gpu_toolkit_runtime_binary': '/usr/local/bin/nvidia-container-runtime'}
