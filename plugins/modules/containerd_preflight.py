@@ -255,6 +255,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodeguard.containerd.plugins.module_utils import _secrets as secrets
+from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import note_tree_secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node_capabilities import check_classes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import (
     STATUS_OK,
@@ -293,6 +295,9 @@ def main():
         supports_check_mode=True,
     )
     path = module.params['path']
+    # containerd's own log lines and errors may quote a value of the config: its secrets are masked
+    secrets.bind(module)
+    note_tree_secrets(path)
     capabilities, refused = check_classes(module.params['runtime_classes'], module.params['node_root'],
                                           module.params['kernel_release'])
     if refused:
