@@ -37,6 +37,7 @@ import stat
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
     atomic_write,
+    makedirs_private,
     read_bytes,
     remove_quietly,
     sha256_bytes,
@@ -253,8 +254,7 @@ class RestoreTransaction(Transaction):
 
     def _write_ledger(self):
         if self.ledger_action == 'restored':
-            if not os.path.isdir(os.path.dirname(self.ledger_path)):
-                os.makedirs(os.path.dirname(self.ledger_path), 0o700)
+            makedirs_private(os.path.dirname(self.ledger_path))  # state_dir too, if the restore brings it back
             atomic_write(self.ledger_path, self.want_ledger, mode=0o600)
         elif self.ledger_action == 'removed':
             remove_quietly(self.ledger_path)
