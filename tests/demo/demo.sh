@@ -76,8 +76,8 @@ timeout 60 podman exec "$NODE" sh -c 'until systemctl is-active -q ng-pause-impo
 images=$(podman exec "$NODE" ctr -n k8s.io images ls -q | grep -v '^sha256:' || true)
 echo "images in k8s.io: $images"
 # sandbox_image (config version 2) or pinned_images.sandbox (3): the kubelet pulls that name
-sandbox=$(podman exec "$NODE" containerd config dump | grep -E "^\s*(sandbox_image|sandbox) = " | head -n 1 |
-    sed -E "s/.*= [\"'](.*)[\"']\s*$/\1/")
+sandbox=$(podman exec "$NODE" containerd config dump | grep -E "^\s*(sandbox_image|sandbox) = " |
+    sed -En "1s/.*= [\"'](.*)[\"']\s*$/\1/p")
 echo "sandbox image of the effective config: $sandbox"
 [ "$images" = "$sandbox" ] || { echo "the node is not prepared like a kubelet node (images: $images)" >&2; exit 1; }
 
