@@ -137,23 +137,6 @@ options:
     description: File attributes (as shown by C(lsattr)) of the config, as for M(ansible.builtin.file).
     type: str
     aliases: [attr]
-  secret_keys:
-    description:
-      - Dotted TOML paths of config values that are secrets, beside those nodeguard knows, the registry credentials
-        C(password), C(auth) and C(identitytoken) of C(plugins."io.containerd.grpc.v1.cri".registry.configs.<host>.auth)
-        in version 2 and of C(plugins."io.containerd.cri.v1.images".registry.configs.<host>.auth) in versions 3 and 4,
-        and the same keys under the older C(registry.auths.<host>) tables.
-      - A C(*) part stands for any one key, for example C(plugins."io.containerd.grpc.v1.cri".registry.configs.*.tls.key_file);
-        a path that names a table makes every value under it a secret.
-      - Every secret value of the config, of each drop-in it imports, of the candidate and of the ledger is masked
-        as C(********) wherever it would appear in the task's output (C(diff), C(msg), warnings, return values, the
-        task's own arguments), also in check mode; a changed secret is named in C(secrets_changed) and in a
-        warning, never shown. A setting whose key is a secret path is masked in the task's arguments without
-        C(no_log). Whole values are masked, so a user name (not a secret) stays readable.
-      - See C(docs/secrets.md).
-    type: list
-    elements: str
-    default: []
 notes:
   - Writes are atomic. The new content goes to a temporary file in the config's folder, is flushed,
     renamed over the config, and the folder is flushed. A crash leaves the old file or the new one.
@@ -178,8 +161,10 @@ options:
       - Every secret value of the config, of each drop-in it imports, of the candidate and of the ledger is masked
         as C(********) wherever it would appear in the task's output (C(diff), C(msg), warnings, return values, the
         task's own arguments), also in check mode; a changed secret is named in C(secrets_changed) and in a
-        warning, never shown. A setting whose key is a secret path is masked in the task's arguments without
-        C(no_log). Whole values are masked, so a user name (not a secret) stays readable.
+        warning, never shown. A setting whose key is a secret path (also an entry of C(settings)), and a drop-in
+        C(content) that holds a secret, are masked in the task's arguments without C(no_log), also in the line
+        the module logs on the node when it starts. Whole values are masked, so a user name (not a secret)
+        stays readable.
       - See C(docs/secrets.md).
     type: list
     elements: str

@@ -35,6 +35,7 @@ author:
   - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - nodeguard.containerd.common
+  - nodeguard.containerd.common.secrets
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
