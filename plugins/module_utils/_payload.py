@@ -136,16 +136,24 @@ class _ProgramStream(object):
         self._proc.wait()
 
 
+# how far back a zstd stream can seek without starting the decompression again: tarfile reads a member to
+# compare it with the node's file, then again to write it when it differs
+REWIND_BYTES = 8 * 1024 * 1024
+
+
 class ZstdStream(io.RawIOBase):
-    """The decompressed tar as a seekable file for tarfile: forward seeks read ahead, a backward seek starts the
-    decompression again. tarfile reads the member list once (the checks), then each member's data in archive
-    order, so a payload is decompressed about twice and never stored uncompressed."""
+    """The decompressed tar as a seekable file for tarfile: forward seeks read ahead, a backward seek within the
+    last REWIND_BYTES replays them, a longer one starts the decompression again. tarfile reads the member list once
+    (the checks), then each member's data in archive order, so a payload is decompressed about twice and never
+    stored uncompressed; memory stays within REWIND_BYTES."""
 
     def __init__(self, opener):
         io.RawIOBase.__init__(self)
         self._opener = opener
         self._stream = opener()
         self._pos = 0
+        self._history = bytearray()  # the last bytes read, up to REWIND_BYTES
+        self._replay = 0             # how many of them a backward seek gave back to read again
 
     def readable(self):
         return True
@@ -156,10 +164,22 @@ class ZstdStream(io.RawIOBase):
     def tell(self):
         return self._pos
 
-    def readinto(self, buf):
-        data = self._stream.read(len(buf))
-        buf[:len(data)] = data
+    def _read(self, size):
+        if self._replay:
+            start = len(self._history) - self._replay
+            data = bytes(self._history[start:start + size])
+            self._replay -= len(data)
+        else:
+            data = self._stream.read(size)
+            self._history += data
+            if len(self._history) > REWIND_BYTES:
+                del self._history[:len(self._history) - REWIND_BYTES]
         self._pos += len(data)
+        return data
+
+    def readinto(self, buf):
+        data = self._read(len(buf))
+        buf[:len(data)] = data
         return len(data)
 
     def seek(self, offset, whence=io.SEEK_SET):
@@ -167,15 +187,17 @@ class ZstdStream(io.RawIOBase):
             offset += self._pos
         elif whence != io.SEEK_SET:
             raise io.UnsupportedOperation('a zstd stream cannot seek from its end')
-        if offset < self._pos:
+        back = self._pos - offset
+        if 0 < back <= len(self._history) - self._replay:
+            self._replay += back
+            self._pos = offset
+        elif back > 0:
             self._stream.close()
             self._stream = self._opener()
-            self._pos = 0
+            self._pos, self._history, self._replay = 0, bytearray(), 0
         while self._pos < offset:
-            data = self._stream.read(min(CHUNK, offset - self._pos))
-            if not data:
+            if not self._read(min(CHUNK, offset - self._pos)):
                 break
-            self._pos += len(data)
         return self._pos
 
     def close(self):

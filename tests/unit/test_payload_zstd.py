@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """_payload's zstd reading, in process: the decompressed stream as a seekable file for tarfile (forward seeks read
-ahead, a backward seek starts the decompression again), hard links read back, the zstd program's processes ended,
+ahead, a backward seek replays the last bytes or starts again), hard links read back, the zstd program's processes ended,
 a damaged archive named, and the layout of a kata payload recognised. Archives are made with the real zstd."""
 
 import io
@@ -51,7 +51,7 @@ def test_members_read_in_any_order_through_the_zstd_program(tmp_path):
     assert proc.returncode is not None
 
 
-def test_the_stream_seeks_forward_by_reading_and_back_by_starting_again():
+def test_the_stream_seeks_forward_by_reading_and_back_by_replaying_or_starting_again(monkeypatch):
     opened = []
 
     class Source(object):
@@ -67,8 +67,15 @@ def test_the_stream_seeks_forward_by_reading_and_back_by_starting_again():
 
     stream = ZstdStream(Source)
     assert stream.seek(300) == 300 and stream.read(2) == bytes([44, 45]) and len(opened) == 1
-    assert stream.seek(10) == 10 and stream.read(1) == bytes([10]) and len(opened) == 2
-    assert stream.seek(5, io.SEEK_CUR) == 16 and len(opened) == 2
+    # back within what was read lately: replayed, no new decompression (a member compared, then written)
+    assert stream.seek(10) == 10 and stream.read(1) == bytes([10]) and len(opened) == 1
+    assert stream.seek(5, io.SEEK_CUR) == 16 and stream.read(286) == bytes(range(16, 256)) + bytes(range(46))
+    assert stream.read(3) == bytes([46, 47, 48]) and len(opened) == 1  # from the source again, in order
+    # further back than the window: started again
+    monkeypatch.setattr(_payload, 'REWIND_BYTES', 64)
+    stream = ZstdStream(Source)
+    assert stream.seek(300) == 300 and stream.seek(10) == 10 and stream.read(1) == bytes([10])
+    assert len(opened) == 3
     with pytest.raises(io.UnsupportedOperation):
         stream.seek(0, io.SEEK_END)
     # past the end: stays at the end, as a short read would
@@ -107,3 +114,31 @@ def test_layouts_are_told_apart():
                                           rs=dict(shim=None, configurations=[]))
     assert describe_layout(four)['rs'] == dict(shim='runtime-rs/bin/containerd-shim-kata-v2',
                                                configurations=['dragonball'])
+
+
+def test_files_changed_in_place_are_compared_and_written_in_one_pass(tmp_path, monkeypatch):
+    members = [('opt/kata/bin/%s' % n, 'file', os.urandom(3 << 19), 0o644) for n in 'abc']
+    archive = zst(tmp_path, members)
+    params = dict(archive=archive, dest=str(tmp_path / 'opt' / 'kata'), root='opt/kata',
+                  manifest=str(tmp_path / 'm.json'), require=[])
+    install(params, False)
+    for name in 'abc':  # the same size, other bytes at the end: each is read whole to see it differs, then written
+        with open(os.path.join(params['dest'], 'bin', name), 'r+b') as f:
+            f.seek(-7, os.SEEK_END)
+            f.write(b'changed')
+    opens = []
+    real = _payload.zstd_opener
+
+    def counting(path):
+        opener, what = real(path)
+        return (lambda: opens.append(1) or opener()), what
+
+    monkeypatch.setattr(_payload, 'zstd_opener', counting)
+    res = install(params, False)
+    assert sorted(res['updated']) == ['bin/a', 'bin/b', 'bin/c']
+    for name, _kind, data, _mode in members:
+        with open(os.path.join(params['dest'], 'bin', os.path.basename(name)), 'rb') as f:
+            assert f.read() == data
+    # the member list, then at most one pass over the data: no decompression again per changed file
+    # (a small archive fits the rewind window whole: one pass does both)
+    assert len(opens) <= 2, len(opens)
