@@ -487,16 +487,19 @@ def service_start_facts(module, unit, since):
     if rc != 0:
         out['error'] = '%s -u %s failed (rc=%s): %s' % (journalctl, unit, rc, (stderr or stdout).strip()[-400:])
         return out
-    count = 0
-    for line in stdout.splitlines():
+    out['count'] = sum(1 for entry in journal_entries(stdout) if entry.get('MESSAGE_ID') == UNIT_STARTED)
+    return out
+
+
+def journal_entries(text):
+    """The entries of ``journalctl -o json`` output: one JSON object a line, any other line left out."""
+    for line in text.splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
             continue
-        if isinstance(entry, dict) and entry.get('MESSAGE_ID') == UNIT_STARTED:
-            count += 1
-    out['count'] = count
-    return out
+        if isinstance(entry, dict):
+            yield entry
 
 
 # ------------------------------------------------------------------ all of it

@@ -15,9 +15,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import time
 
+from ansible_collections.nodeguard.containerd.plugins.module_utils._info import journal_entries
 from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import _run_bounded, required_for
 
 DEFAULT_ADDRESS = '/run/containerd/containerd.sock'
@@ -81,14 +81,8 @@ def journal_tail(unit, since=None, lines=JOURNAL_LINES, skip_pid=None):
     rc, out, err = run(argv, timeout=15)
     if rc != 0:
         return [], 'journalctl -u %s failed (rc=%s): %s' % (unit, rc, (err or out).strip()[-300:])
-    tail = []
-    for text in out.splitlines():
-        try:
-            entry = json.loads(text)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and not (skip_pid and str(entry.get('_PID')) == str(skip_pid)):
-            tail.append(_journal_line(entry))
+    tail = [_journal_line(entry) for entry in journal_entries(out)
+            if not (skip_pid and str(entry.get('_PID')) == str(skip_pid))]
     return [line for line in tail if line][-lines:], None
 
 
