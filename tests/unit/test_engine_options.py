@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 """The options every config-editing module shares (COMMON_ARGUMENT_SPEC) are
-the ones the nodeguard.containerd.common doc fragment documents, with the same
-type, default and aliases: a user reads the defaults in the docs.
+the ones the nodeguard.containerd.common and .common.secrets doc fragments
+(which every editing module extends) document, with the same type, default
+and aliases: a user reads the defaults in the docs.
 """
 
 import yaml
@@ -11,7 +12,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
 
 
 def test_the_shared_options_are_the_documented_ones():
-    documented = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)['options']
+    documented = dict(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)['options'])
+    documented.update(yaml.safe_load(ModuleDocFragment.SECRETS)['options'])
     assert sorted(documented) == sorted(COMMON_ARGUMENT_SPEC)
     for name, spec in COMMON_ARGUMENT_SPEC.items():
         doc = documented[name]

@@ -104,8 +104,9 @@ def test_an_uninstall_writes_at_most_eight_files(monkeypatch):
 
 # ------------------------------------------------------------------ options and their documentation
 def documented_defaults():
-    """{option: default} of the common doc fragment."""
-    options = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)['options']
+    """{option: default} of the common doc fragments (every editing module extends both)."""
+    options = dict(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)['options'])
+    options.update(yaml.safe_load(ModuleDocFragment.SECRETS)['options'])
     return dict((name, doc['default']) for name, doc in options.items() if 'default' in doc)
 
 
