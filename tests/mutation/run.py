@@ -845,7 +845,7 @@ def write_report(run_dir, meta, rows, records, out_dir):
              '- started %s, finished %s (%s)' % (meta['started'], meta['finished'], meta['elapsed']),
              '- tree: %s (HEAD %s), mode: %s, workers: %d, tool: cosmic-ray %s'
              % (meta['tree'], meta['head'], meta['mode'], meta['workers'], meta['cosmic_ray']),
-             '- operators: %s (%s cosmic-ray operators; docs/testing.md, "Session 17"), fork server: %s'
+             '- operators: %s (%s cosmic-ray operators; docs/testing.md, "Mutation testing"), fork server: %s'
              % (meta.get('operators', 'all'), len(meta.get('operator_names', [])) or 'all the',
                 meta.get('fork_server', 'off')),
              '- command: `%s`' % meta['command'],

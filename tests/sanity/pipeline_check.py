@@ -6,7 +6,7 @@ tests/demo/demo.sh, .ci/*, and the shell tasks ansible-lint makes set it)
 ``cmd | head -n1`` fails at random: ``head`` exits after one line, ``cmd``
 gets EPIPE or SIGPIPE on its next write, and pipefail turns that into a
 failed command. That is how ``ansible --version | head -n1`` broke
-``make deps`` (issue #17).
+``make deps``.
 
 An early reader is ``head``, ``grep`` with -q/-m/-l (or their long names),
 ``sed`` running a ``q``/``Q`` command, ``awk`` calling ``exit`` and a bare

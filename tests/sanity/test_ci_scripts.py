@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The set-up helpers of issue #17: network steps retry with a bounded
+"""The set-up helpers: network steps retry with a bounded
 backoff and name what failed (.ci/retry.sh); a failed stage prints its log's
 tail and the command that re-runs it (.ci/stage, .ci/stage-summary)."""
 

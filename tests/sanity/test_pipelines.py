@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""No pipeline that can die of SIGPIPE under pipefail (issue #17), and
+"""No pipeline that can die of SIGPIPE under pipefail, and
 shellcheck on the shell scripts that run under it (`make lint-pipelines`)."""
 
 import importlib.util
@@ -17,7 +17,7 @@ pipeline_check = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(pipeline_check)
 
 REPO = pipeline_check.REPO
-# The line issue #17 was about, as it stood in the Makefile's venv recipe.
+# The line that failed, as it stood in the Makefile's venv recipe.
 BROKEN_LINE = '\t$(VENV)/bin/ansible --version | head -n1'
 
 
