@@ -52,6 +52,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._effective im
     effects_of,
     load_effective,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_guard import refuse_lost_runtimes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import (
     Ledger,
     LedgerError,
@@ -925,6 +926,9 @@ class EditTransaction(Transaction):
         if checked.problems:
             raise ConfigError('refusing to write %s: the new config would not load. %s Nothing was written.'
                               % (target.path, ' '.join(checked.problems)), key=None, check_errors=checked.problems)
+        # an edit of one file may change how containerd reads another's runtimes (2.x: a version 3 runtimes table)
+        refuse_lost_runtimes(self.view_before, self.view, target.path, [e.key for e in self.effects],
+                             allow_plugin_override=self.allow_plugin_override)
         for warning in check_warnings(self.path, None, ctx.containerd_version, files=self.view.files):
             ctx.warn(warning)
         uid, gid, mode = _stat_owner(module, params) if target is main else (None, None, None)
