@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 """containerd 2.1, a version 3 config.toml with no runtimes table, version 2 drop-ins (kata-deploy importing
-NVIDIA's toolkit's, then a CDI drop-in with no version line) that define the runtimes and the default: a runtimes table written into config.toml would make 2.1 drop
-every runtime of the drop-ins (measured with its config dump) and its CRI plugin fail on the default "nvidia".
-The check step refuses such an edit and writes nothing; the fix it names works."""
+NVIDIA's toolkit's, then a CDI drop-in with no version line) that define the runtimes and the default: a
+runtimes table written into config.toml would make 2.1 drop every runtime of the drop-ins (measured with its
+config dump) and its CRI plugin fail on the default "nvidia". The check step refuses such an edit and writes
+nothing; the fix it names works."""
 
 import os
 
