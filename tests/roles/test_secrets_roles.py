@@ -11,6 +11,9 @@ job's stdout, not in any file of the runner's artifacts folder (job events,
 the fleet report's JSON and HTML, set_stats), not in the fetched baseline
 (masked by default). The config is back to its bytes, credentials untouched.
 config_snapshot_fetch_exact: true fetches the exact copy.
+
+make test runs the fleet on a version 2 config and coco on a version 3 one;
+NG_SECRETS_ROLES=all runs both roles on both versions.
 """
 
 import json
@@ -22,6 +25,15 @@ import ansible_runner
 import pytest
 
 from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_2, REPO, fixture_text, read
+
+# Each role runs on one config version in make test (the fleet on version 2, coco on version 3: the module
+# tests run every module on both); NG_SECRETS_ROLES=all runs each role on both.
+ALL_VERSIONS = os.environ.get('NG_SECRETS_ROLES') == 'all'
+
+
+def both_versions(*params, **kw):
+    return list(params) if ALL_VERSIONS else [params[kw['main']]]
+
 
 PW = 'Rn-S3cr3t-pw-0b7e5d11'
 TOKEN = 'Rn-idTok-77c1d0e2'
@@ -124,10 +136,9 @@ def clean_env(monkeypatch):
         monkeypatch.delenv(name)
 
 
-@pytest.mark.parametrize('version,fixture,binary', [
+@pytest.mark.parametrize('version,fixture,binary', both_versions(
     pytest.param(2, 'v2_kubeadm.toml', CONTAINERD_1, id='v2-containerd-1.6'),
-    pytest.param(3, 'v3_default.toml', CONTAINERD_2, id='v3-containerd-2.1'),
-])
+    pytest.param(3, 'v3_default.toml', CONTAINERD_2, id='v3-containerd-2.1'), main=0))
 def test_a_fleet_run_keeps_the_credentials_on_the_node(workdir, config, version, fixture, binary):
     assert binary, 'run make deps'
     path = config(fixture_text(fixture) + (CREDS if version == 2 else CREDS_V3))
@@ -186,10 +197,9 @@ COCO_PLAY = """
 """
 
 
-@pytest.mark.parametrize('version,fixture,binary', [
+@pytest.mark.parametrize('version,fixture,binary', both_versions(
     pytest.param(2, 'v2_debian_stock.toml', CONTAINERD_1, id='v2-containerd-1.6'),
-    pytest.param(3, 'v3_default.toml', CONTAINERD_2, id='v3-containerd-2.1'),
-])
+    pytest.param(3, 'v3_default.toml', CONTAINERD_2, id='v3-containerd-2.1'), main=1))
 def test_coco_install_and_uninstall_keep_the_credentials_on_the_node(workdir, config, version, fixture, binary):
     assert binary, 'run make deps'
     path = config(fixture_text(fixture) + (CREDS if version == 2 else CREDS_V3))
