@@ -22,6 +22,7 @@ import shlex
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import get_in
 from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+    CRI_V2,
     ConfigError,
     Layout,
     SUPPORTED_VERSIONS,
@@ -434,6 +435,29 @@ def short_plugin_ids(path, data, is_main, containerd_ver):
     return errors
 
 
+def _read_as_version_2(data):
+    """A drop-in with no version line as containerd 1.x merges it: version 1's plugins.cri is the CRI plugin."""
+    plugins = data.get('plugins')
+    if isinstance(plugins, dict) and 'cri' in plugins:
+        plugins = dict(plugins)
+        plugins[CRI_V2] = plugins.pop('cri')
+        return dict(data, plugins=plugins)
+    return data
+
+
+def _last_plugin_tables(files, replace):
+    """{plugin id: index of the last file that defines that table} (1.x runs that file's whole table)."""
+    last = {}
+    for index, (_path, data) in enumerate(files):
+        if index and replace and file_version(data) == 1:
+            data = _read_as_version_2(data)
+        plugins = data.get('plugins')
+        for plugin_id, table in (plugins.items() if isinstance(plugins, dict) else ()):
+            if isinstance(table, dict):
+                last[plugin_id] = index
+    return last
+
+
 def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_plugin_override=False, overrides=None):
     """Built-in checks of a candidate config; returns a list of error messages.
 
@@ -456,9 +480,16 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
     runtimes = set() if replace else set(builtin)
     default, default_set, rts_defined = None, False, False
     main_plugins = main_data.get('plugins') or {}
+    last_table = _last_plugin_tables(files, replace)
     for index, (path, data) in enumerate(files):
         errors.extend(short_plugin_ids(path, data, not index, containerd_ver))
         version = file_version(data)
+        versionless = index and replace and version == 1
+        if versionless:
+            # 1.x merges a drop-in with no version line as version 2 (version 1's CRI id renamed): its CRI table
+            # replaces the one before it like any other (measured on 1.6 and 1.7); what it replaces is the
+            # edit's to keep (an edit goes into that drop-in), so only its runtimes count below
+            version, data = 2, _read_as_version_2(data)
         if index and version > main_version:
             errors.append('%s has version = %d, higher than the main config %s (version = %d): %s. Fix: %s.'
                           % (path, version, main_path, main_version,
@@ -469,9 +500,10 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
             continue  # the main file's version was checked when it was read
         layout = Layout(version)
         cri = get_in(data, layout.cri)
-        if index and replace and not allow_plugin_override:
+        if index and replace and not allow_plugin_override and not versionless:
             for plugin_id, table in (data.get('plugins') or {}).items():
-                if plugin_id in main_plugins and isinstance(table, dict):
+                # only the last file that defines the table decides what containerd runs
+                if plugin_id in main_plugins and isinstance(table, dict) and last_table.get(plugin_id) == index:
                     lost = _describe_lost(main_plugins[plugin_id], table,
                                           plugin_id if plugin_id == layout.cri_plugin else None)
                     if lost:
