@@ -26,8 +26,8 @@ PACKAGE = 'ansible_collections.nodeguard.containerd.plugins.'
 LAYERS = [
     (0, 'text and files', ['_toml_text', '_atomic']),
     (1, 'the config document and the ledger', ['_config_model', '_ledger', '_secrets']),
-    (2, 'what containerd does: checks, merged view, load test', ['_validate', '_effective', '_runtime_guard',
-                                                                  '_preflight']),
+    (2, 'what containerd does: checks, merged view, load test',
+     ['_validate', '_effective', '_runtime_guard', '_preflight']),
     (3, 'edits and comparisons (pure: a document in, a document out)',
      ['_ownership', '*_edit', '_baseline_drift', '_baseline_repair']),
     (4, 'the transaction', ['_engine']),
