@@ -21,7 +21,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import tomlkit
@@ -31,7 +30,7 @@ try:
 except ImportError:  # Python < 3.11: tomlkit reads the dump too
     tomllib = None
 
-from conftest import COLLECTIONS_ROOT, NODE_PYTHON, module_result
+from conftest import ModuleRunner
 
 OWNER = 'differential'
 NEW_RUNTIME = 'ngdiff'
@@ -103,28 +102,14 @@ class Dump(object):
         return set(self.data.get('imports') or ())
 
 
-class Runner(object):
-    """Run a module as Ansible does (`python -m module args.json`); the result whether it failed or not."""
+class Runner(ModuleRunner):
+    """conftest's ModuleRunner with the arguments as one dict: the result whether the module failed or not."""
 
     def __init__(self, tmpdir):
-        self.tmpdir = tmpdir
-        self.calls = 0
+        ModuleRunner.__init__(self, tmpdir, state_dir=None)
 
-    def __call__(self, module, args):
-        args = dict(args, _ansible_check_mode=False, _ansible_diff=False, _ansible_tmpdir=self.tmpdir,
-                    _ansible_remote_tmp=self.tmpdir, _ansible_keep_remote_files=False)
-        self.calls += 1
-        argfile = os.path.join(self.tmpdir, 'args-%d.json' % self.calls)
-        with open(argfile, 'w') as f:
-            json.dump({'ANSIBLE_MODULE_ARGS': args}, f)
-        environ = dict(os.environ)
-        environ['PYTHONPATH'] = COLLECTIONS_ROOT + os.pathsep + environ.get('PYTHONPATH', '')
-        if environ.get('PYTHONPYCACHEPREFIX') and NODE_PYTHON == sys.executable:
-            environ.pop('PYTHONDONTWRITEBYTECODE', None)
-        proc = subprocess.run(
-            [NODE_PYTHON, '-m', 'ansible_collections.nodeguard.containerd.plugins.modules.' + module, argfile],
-            capture_output=True, text=True, env=environ, timeout=300, check=False)
-        return module_result(module, proc)
+    def __call__(self, module, args):  # pylint: disable=arguments-differ
+        return ModuleRunner.__call__(self, module, expect_fail=None, **args)
 
 
 def snapshot(root):
