@@ -42,6 +42,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic impor
     read_bytes,
     remove_quietly,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import _which
 
 FORMAT = 1
 CHUNK = 1 << 20
@@ -70,12 +71,8 @@ def tarfile_reads_zstd():
 
 
 def find_zstd():
-    """The zstd program in PATH, or None."""
-    for folder in os.environ.get('PATH', '').split(os.pathsep):
-        candidate = os.path.join(folder or '.', 'zstd')
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    """The zstd program in PATH, or None (an empty PATH entry is not the working folder: nothing runs from there)."""
+    return _which('zstd', extra=())
 
 
 def zstd_opener(archive):

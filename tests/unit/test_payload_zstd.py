@@ -142,3 +142,14 @@ def test_files_changed_in_place_are_compared_and_written_in_one_pass(tmp_path, m
     # the member list, then at most one pass over the data: no decompression again per changed file
     # (a small archive fits the rewind window whole: one pass does both)
     assert len(opens) <= 2, len(opens)
+
+
+def test_an_empty_path_entry_never_runs_a_zstd_from_the_working_folder(tmp_path, monkeypatch):
+    fake = tmp_path / 'zstd'
+    fake.write_text('#!/bin/sh\nexit 0\n')
+    fake.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv('PATH', os.pathsep)
+    assert _payload.find_zstd() is None
+    monkeypatch.setenv('PATH', str(tmp_path))
+    assert _payload.find_zstd() == str(fake)
