@@ -38,7 +38,7 @@ WORKER = r'''
 import errno, fcntl, json, os, sys, time
 way, path, edits, hold, gap, start_at, collections = sys.argv[1:8]
 sys.path.insert(0, collections)
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import FileLock, lock_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import FileLock, lock_path_for
 
 
 def polling_acquire(lock_file):

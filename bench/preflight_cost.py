@@ -92,7 +92,7 @@ class HwmSampler(threading.Thread):
 
 
 def load(binary, path, ctr):
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import load_test
     parent = tempfile.mkdtemp(prefix='ng-bench-pf-')
     sampler = HwmSampler(parent)
     sampler.start()

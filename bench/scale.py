@@ -76,10 +76,10 @@ class Ctx(object):
 
 def profile(text, work):
     """The edit as run_transaction runs it, in process, under cProfile."""
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigDocument
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import apply_runtime
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import check_tree
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigDocument
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import apply_runtime
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import check_tree
     path = os.path.join(work, 'config.toml')
     params = dict(name='nvidia', owner='bench', state='present', runtime_type=None, runtime_path=None,
                   options={'BinaryName': '/usr/bin/nvidia-container-runtime'}, settings={}, inherit=None,

@@ -76,8 +76,8 @@ class WarnCtx(object):
 
 def doc_and_ledger(tmp_path, text):
     """The document of text as tmp_path/config.toml, and an empty ledger for it under tmp_path/state."""
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigDocument
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigDocument
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
     path = os.path.join(str(tmp_path), 'config.toml')
     return ConfigDocument(path, text), Ledger(str(tmp_path / 'state'), path)
 

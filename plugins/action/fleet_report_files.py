@@ -18,7 +18,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import atomic_write, read_bytes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import atomic_write, read_bytes
 
 
 class ActionModule(ActionBase):

@@ -645,8 +645,8 @@ plugin:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import COMMON_ARGUMENT_SPEC
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_states import main as run
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import COMMON_ARGUMENT_SPEC
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.states import main as run
 
 COMMON_OPTIONS = ('path', 'backup', 'validate', 'containerd_bin', 'containerd_version', 'lock_timeout', 'state_dir',
                   'follow', 'mode', 'file_owner', 'group', 'seuser', 'serole', 'setype', 'selevel', 'attributes',

@@ -353,15 +353,15 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._edit_set import apply_set
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_set import apply_set
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     COMMON_ARGUMENT_SPEC,
     Context,
     require_tomlkit,
     run_logic,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import RUNTIME_ENTRY_OPTIONS
-from ansible_collections.nodeguard.containerd.plugins.module_utils._secrets import mark_secret_options
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import RUNTIME_ENTRY_OPTIONS
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.secrets import mark_secret_options
 
 
 def main():

@@ -211,14 +211,14 @@ folder_removed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._dropin import remove, remove_all, write
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.dropin import remove, remove_all, write
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     COMMON_ARGUMENT_SPEC,
     Context,
     require_tomlkit,
     run_logic,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._secrets import mark_secret_options
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.secrets import mark_secret_options
 
 SHARED = ('path', 'state_dir', 'validate', 'backup', 'lock_timeout', 'containerd_bin', 'containerd_version', 'owner',
           'secret_keys')

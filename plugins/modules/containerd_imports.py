@@ -270,11 +270,11 @@ owner:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     COMMON_ARGUMENT_SPEC,
     run_transaction,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import apply_imports
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import apply_imports
 
 
 def main():

@@ -501,13 +501,13 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     COMMON_ARGUMENT_SPEC,
     json_safe,
     require_tomlkit,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._info import InfoError, gather
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.info import InfoError, gather
 
 # the options every module of the action group shares (meta/runtime.yml)
 COMMON_OPTIONS = ('path', 'state_dir', 'containerd_bin', 'containerd_version', 'lock_timeout', 'validate', 'backup',

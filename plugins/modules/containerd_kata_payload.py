@@ -207,8 +207,8 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import LockTimeout
-from ansible_collections.nodeguard.containerd.plugins.module_utils._payload import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import LockTimeout
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.kata_payload import (
     PayloadError,
     diff_of,
     install,

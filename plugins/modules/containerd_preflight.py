@@ -255,10 +255,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _secrets as secrets
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import note_tree_secrets
-from ansible_collections.nodeguard.containerd.plugins.module_utils._node_capabilities import check_classes
-from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets as secrets
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import note_tree_secrets
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.capabilities import check_classes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import (
     STATUS_OK,
     load_test,
 )

@@ -468,20 +468,20 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import atomic_write
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import atomic_write
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     COMMON_ARGUMENT_SPEC,
     exit_result,
     json_safe,
     require_tomlkit,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._info import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.info import (
     _RecordingContext, containerd_facts, service_start_facts)
-from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import sibling_ctr, _which
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_report import readiness
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_restart import pending, restart
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_service import DEFAULT_ADDRESS, wait_ready
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import sibling_ctr, _which
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.report import readiness
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.restart import pending, restart
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.service import DEFAULT_ADDRESS, wait_ready
 
 COMMON_OPTIONS = ('path', 'state_dir', 'containerd_bin', 'containerd_version', 'lock_timeout', 'validate', 'backup',
                   'secret_keys')

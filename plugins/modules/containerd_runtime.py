@@ -362,12 +362,12 @@ owner:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     COMMON_ARGUMENT_SPEC,
     run_batch,
     run_transaction,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import (
     RUNTIME_ENTRY_OPTIONS,
     RuntimeBatch,
     apply_runtime,

@@ -252,13 +252,13 @@ owner:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._secrets import mark_secret_options
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.secrets import mark_secret_options
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     COMMON_ARGUMENT_SPEC,
     run_batch,
     run_transaction,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.setting import (
     SettingBatch,
     apply_setting,
     setting_entries,

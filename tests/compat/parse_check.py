@@ -19,9 +19,9 @@ PACKAGE = 'ansible_collections.nodeguard.containerd.plugins.module_utils'
 UTILS = os.path.join(sys.argv[1], *PACKAGE.split('.'))
 loaded = [importlib.import_module(PACKAGE + '.' + os.path.basename(p)[:-3])
           for p in sorted(glob.glob(os.path.join(UTILS, '_*.py')))]
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml  # noqa: E402
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective  # noqa: E402
-from ansible_collections.nodeguard.containerd.plugins.module_utils._info import imports_facts  # noqa: E402
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml  # noqa: E402
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective  # noqa: E402
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.info import imports_facts  # noqa: E402
 
 
 def default(value):

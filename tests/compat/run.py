@@ -234,9 +234,9 @@ def module_tests(rows, wide):
 
 def refusal():
     """A node whose tomlkit is older than the minimum: the module fails before reading, naming both."""
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import MIN_TOMLKIT
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import MIN_TOMLKIT
     if '.'.join(str(p) for p in MIN_TOMLKIT) != MINIMUM:
-        raise SystemExit('compat: MIN_TOMLKIT in _config_model.py is %r, this matrix tests %s: change both'
+        raise SystemExit('compat: MIN_TOMLKIT in _core/config_model.py is %r, this matrix tests %s: change both'
                          % (MIN_TOMLKIT, MINIMUM))
     python = node_env(TOO_OLD)
     check_node(python, TOO_OLD)

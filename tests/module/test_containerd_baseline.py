@@ -572,7 +572,7 @@ def test_a_snapshot_waits_for_the_configs_lock(config, run_module, base):
     """A snapshot reads the tree under config.toml's lock: an editor holding it makes the snapshot wait, then
     fail with the lock's own message, and nothing is stored."""
     import fcntl
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import lock_path_for
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import lock_path_for
     path = config('v2_kubeadm.toml')
     fd = os.open(lock_path_for(path), os.O_RDWR | os.O_CREAT, 0o600)
     try:

@@ -18,8 +18,8 @@ import pytest
 
 from conftest import assert_containerd_accepts, binary_of, read
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import lock_path_for
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import lock_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 from test_runtime_batch import DROPIN_MAIN, NODES
 from test_setting_batch import DROPIN
 

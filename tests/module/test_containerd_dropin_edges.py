@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """containerd_dropin at its edges: the validate command as given, its output in the message, the folder
 messages, the diff header of a new file, backup only when asked, a folder two owners created, an import
-listed twice. Each case was a surviving mutant of _dropin.py."""
+listed twice. Each case was a surviving mutant of _edits/dropin.py."""
 
 import json
 import os
@@ -11,9 +11,9 @@ import pytest
 from conftest import read
 from test_containerd_dropin import NYDUS, _tree
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._dropin import _make_folder, _mode_of, importers
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.dropin import _make_folder, _mode_of, importers
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 
 
 def test_a_validate_command_is_run_as_given_and_its_last_three_lines_are_named(run_module, workdir):

@@ -23,14 +23,14 @@ import pytest
 import test_containerd_info
 from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_2, REPO
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_drift import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.drift import (
     evaluate_drift,
     parse_key_path,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_kube import kubernetes
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_probe import probe_argv
-from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import dotted_path
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.kube import kubernetes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.probe import probe_argv
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import dotted_path
 
 MODULE = 'containerd_readiness'
 CRI = 'io.containerd.grpc.v1.cri'

@@ -27,7 +27,7 @@ import pytest
 
 from conftest import CONTAINERD_1, CONTAINERD_2, FIXTURES
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_restart import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.restart import (
     dump_fingerprint,
     record_fingerprint,
 )

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import assert_containerd_accepts, binary_of, read
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 from test_runtime_batch import DROPIN_MAIN
 from test_setting_batch import DROPIN
 

@@ -9,8 +9,8 @@ import pytest
 
 from conftest import binary_of, fixture_text, read
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
 
 
 def _tree(config, cdi_in_dropin=True):

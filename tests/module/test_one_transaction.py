@@ -14,8 +14,8 @@ import stat
 
 from conftest import CONTAINERD_1, assert_containerd_accepts, read
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_restore import RestoreTransaction
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import EditTransaction, Transaction
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.restore import RestoreTransaction
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import EditTransaction, Transaction
 
 MOD = 'containerd_baseline'
 KEY = 'images.snapshotter'

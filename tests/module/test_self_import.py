@@ -10,8 +10,8 @@ import pytest
 
 from conftest import assert_containerd_accepts, binary_of, fixture_text, read
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import check_tree, self_imports
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import check_tree, self_imports
 
 SETUP = 'nvidia-ctk/ctk-v1.17.8-installer-c16-systemd-default.after-setup.config.toml'
 CLEANUP = 'nvidia-ctk/ctk-v1.17.8-installer-c16-systemd-default.after-cleanup.config.toml'

@@ -7,8 +7,8 @@ import os
 
 from conftest import assert_containerd_accepts, binary_of, read
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
 
 MAIN = """version = 3
 imports = ["conf.d/40-nvidia.toml"]

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import assert_containerd_accepts, binary_of, fixture_text, read
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
 
 KATA = """[plugins."io.containerd.grpc.v1.cri".containerd]
   default_runtime_name = "runc"

@@ -3,7 +3,7 @@
 
     .venv/bin/python tests/mutation/run.py                 # every file (make mutation)
     .venv/bin/python tests/mutation/run.py --changed       # lines changed against HEAD (make mutation-changed)
-    .venv/bin/python tests/mutation/run.py --files _ledger.py _atomic.py --max-minutes 30
+    .venv/bin/python tests/mutation/run.py --files _core/ledger.py _core/atomic.py --max-minutes 30
 
 What it does:
 
@@ -705,7 +705,7 @@ _killers_lock = threading.Lock()
 
 
 def _written_for(name, nodeid):
-    """True for a test in a file named after the module (tests/unit/test_atomic_lock.py for _atomic.py)."""
+    """True for a test in a file named after the module (tests/unit/test_atomic_lock.py for _core/atomic.py)."""
     stem = name.lstrip('_').rsplit('.', 1)[0]
     return os.path.basename(nodeid.split('::', 1)[0]).startswith('test_' + stem)
 
@@ -713,7 +713,7 @@ def _written_for(name, nodeid):
 def by_kill_history(name, tests):
     """The tests written for this file go first, then those that killed mutants of it before (most kills
     first); the rest stay fastest first. So a --max-tests cap keeps the tests aimed at the file even when
-    hundreds of faster ones also run the line (every module test takes the lock of _atomic.py)."""
+    hundreds of faster ones also run the line (every module test takes the lock of _core/atomic.py)."""
     with _killers_lock:
         counts = dict(_killers.get(name, {}))
     rank = dict((t, i) for i, t in enumerate(tests))
@@ -763,7 +763,7 @@ def check_canaries(trees, cfg, trace, excluded):
     subprocess_tests = [n for n in trace['tests'] if n.startswith('tests/module/') and n not in excluded]
     inprocess_tests = [n for n in trace['tests'] if n.startswith('tests/unit/test_ledger') and n not in excluded]
     for tree in trees:
-        for name, tests in (('_ledger.py', inprocess_tests[:1]), ('_engine.py', subprocess_tests[:1])):
+        for name, tests in (('_core/ledger.py', inprocess_tests[:1]), ('_edits/engine.py', subprocess_tests[:1])):
             if not tests:
                 raise SystemExit('canary: no test to run it with')
             original = (tree / cfg['source'] / name).read_text(encoding='utf-8')

@@ -70,7 +70,9 @@ def flush_log():
 
 
 def install():
-    from ansible_collections.nodeguard.containerd.plugins.module_utils import _atomic, _engine, _ledger
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core import atomic as _atomic
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core import ledger as _ledger
 
     real_write_temp = _engine.write_temp
     real_run_validate = _engine.run_validate

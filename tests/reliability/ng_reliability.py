@@ -137,10 +137,10 @@ def ledger_problems(config_path, state_dir):
     Table records must name tables that exist; the newest key record of each
     key must hold the value the file has.  Returns a list of problems.
     """
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import sha256_bytes
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigDocument
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import raw_values_match
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import sha256_bytes
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigDocument
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import raw_values_match
 
     with open(config_path, 'rb') as f:
         raw = f.read()
@@ -163,5 +163,5 @@ def ledger_problems(config_path, state_dir):
 def ledger_records(state_dir, config_path):
     """The ledger's records of changes (not the 'released' marks an undo leaves for a runtime the
     owner changed but did not create, which make a repeated uninstall a no-op)."""
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
     return [r for r in Ledger.load(state_dir, config_path).records if r.get('kind') != 'released']

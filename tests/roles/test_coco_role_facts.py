@@ -139,7 +139,7 @@ def test_a_node_without_a_config_is_refused_naming_the_file_and_the_fix(workdir)
 def test_a_damaged_ledger_is_refused_naming_it_and_the_fix_before_any_write(workdir, config):
     """A ledger that cannot be read leaves coco unable to tell its own changes from others': the role's one
     check refuses it first, naming the ledger and the fix, and nothing is written."""
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
     path = config('v2_debian_stock.toml')
     ledger = ledger_path_for(os.path.join(workdir, 'state'), path)
     os.makedirs(os.path.dirname(ledger))

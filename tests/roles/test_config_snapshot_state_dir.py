@@ -15,7 +15,7 @@ import sys
 
 from conftest import COLLECTIONS_ROOT, REPO, assert_containerd_accepts, read
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 
 PLAY = '''
 - name: config_snapshot with a custom state_dir

@@ -24,7 +24,7 @@ import tomlkit
 from conftest import CONTAINERD_17, assert_containerd_accepts, read
 from role_play import role_tasks, run_playbook
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 
 # the play's head; role_play.role_tasks() adds the role and what the test reads
 PLAY = '''

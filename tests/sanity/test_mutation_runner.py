@@ -27,12 +27,12 @@ def test_tests_written_for_the_file_go_first_then_kill_history_then_fastest():
         'tests/unit/test_ledger.py::test_other_file',
     ]
     run._killers.clear()
-    run._killers['_atomic.py'] = {'tests/unit/test_engine_durability.py::test_killer': 3}
+    run._killers['_core/atomic.py'] = {'tests/unit/test_engine_durability.py::test_killer': 3}
     try:
-        ordered = run.by_kill_history('_atomic.py', fastest_first)
+        ordered = run.by_kill_history('_core/atomic.py', fastest_first)
     finally:
         run._killers.clear()
-    # a cap of 2 keeps both tests aimed at _atomic.py, though 2 others are faster
+    # a cap of 2 keeps both tests aimed at _core/atomic.py, though 2 others are faster
     assert ordered == [
         'tests/unit/test_atomic_lock.py::test_slow_lock',
         'tests/unit/test_atomic_files.py::test_stream',
@@ -40,12 +40,12 @@ def test_tests_written_for_the_file_go_first_then_kill_history_then_fastest():
         'tests/module/test_containerd_setting.py::test_fast',
         'tests/unit/test_ledger.py::test_other_file',
     ]
-    assert run._written_for('_ledger.py', 'tests/unit/test_ledger.py::test_x')
-    assert not run._written_for('_ledger.py', 'tests/unit/test_engine_durability.py::test_x')
+    assert run._written_for('_core/ledger.py', 'tests/unit/test_ledger.py::test_x')
+    assert not run._written_for('_core/ledger.py', 'tests/unit/test_engine_durability.py::test_x')
 
 
 def test_a_mutant_cosmic_ray_cannot_make_is_skipped_and_said(tmp_path, capsys):
-    """cosmic-ray 8.7's ExceptionReplacer raises on a dotted name in an except tuple (_payload.py's
+    """cosmic-ray 8.7's ExceptionReplacer raises on a dotted name in an except tuple (_node/kata_payload.py's
     tarfile.TarError); the file's other mutants are still made, and the run says which one was not."""
     run = _runner()
     source = tmp_path / 'plugins' / 'module_utils'

@@ -97,7 +97,7 @@ def stub_containerd(folder, version_out='containerd github.com/containerd/contai
 def hand_made_baseline(node, raw, name='default'):
     """A baseline of node.path holding raw, written straight into the store (a snapshot never stores a
     copy that is no config: this stands in for a store written by another tool or an older nodeguard)."""
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import Attrs, Store, TreeFile, utc_now
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import Attrs, Store, TreeFile, utc_now
     store = Store(node.store, name)
     store.lock(5)
     try:

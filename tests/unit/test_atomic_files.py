@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _atomic
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import atomic as _atomic
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import (
     TEMP_SUFFIX,
     atomic_write,
     atomic_write_stream,

@@ -3,7 +3,7 @@
 
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _atomic
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import atomic as _atomic
 
 
 def test_the_temporary_file_is_made_in_the_targets_folder(tmp_path, monkeypatch):

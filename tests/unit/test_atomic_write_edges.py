@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _atomic
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import atomic as _atomic
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import (
     TEMP_SUFFIX,
     FileLock,
     atomic_symlink,

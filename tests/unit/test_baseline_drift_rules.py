@@ -7,14 +7,14 @@ import datetime
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_drift import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.drift import (
     plain,
     protected_drift,
     resolve_protect,
     same_tree,
     tree_drift,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError, Layout
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError, Layout
 
 CRI2 = 'io.containerd.grpc.v1.cri'
 CRI3 = 'io.containerd.cri.v1.runtime'

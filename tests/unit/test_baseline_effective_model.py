@@ -5,15 +5,15 @@ import os
 
 import tomlkit
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import read_tree
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_effective import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import read_tree
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.effective import (
     Mirror,
     effective_drift,
     effective_records,
     merged_path,
     parse_ver,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
 
 CRI2 = 'io.containerd.grpc.v1.cri'
 CRI3 = 'io.containerd.cri.v1.runtime'

@@ -8,8 +8,8 @@ import os
 import pytest
 import tomlkit
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import read_tree
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_effective import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import read_tree
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.effective import (
     Mirror,
     _rebase_imports,
     describe_effective,
@@ -18,8 +18,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_eff
     file_sets,
     parse_ver,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import version_text
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import version_text
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
 
 CRI2 = 'io.containerd.grpc.v1.cri'
 CRI3 = 'io.containerd.cri.v1.runtime'

@@ -7,7 +7,7 @@ import os
 
 from test_baseline_effective_rules import view_of, write
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_effective import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.effective import (
     effective_records,
     file_path_of,
     file_sets,

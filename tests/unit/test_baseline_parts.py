@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import (
     _write_flushed,
     glob_match,
     read_tree,

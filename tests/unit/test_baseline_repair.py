@@ -8,14 +8,14 @@ import tomlkit
 
 from conftest import fixture_text
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_drift import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.drift import (
     DEFAULT_PROTECT,
     lookup,
     same_tree,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_repair import put_back, repair
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigDocument, ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import clean_imports
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.repair import put_back, repair
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigDocument, ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import clean_imports
 
 CRI2 = 'io.containerd.grpc.v1.cri'
 RUNC2 = ('plugins', CRI2, 'containerd', 'runtimes', 'runc')

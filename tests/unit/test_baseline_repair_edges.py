@@ -8,9 +8,9 @@ checked as the engine checks it: the text parses to exactly the data promised.""
 
 import tomlkit
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_drift import lookup
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_repair import put_back
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigDocument
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.drift import lookup
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.repair import put_back
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigDocument
 
 CRI2 = 'io.containerd.grpc.v1.cri'
 CTD = ('plugins', CRI2, 'containerd')
@@ -90,8 +90,8 @@ def test_a_value_comes_back_where_a_table_is_now():
 
 
 def test_a_protected_key_that_did_not_change_does_not_stop_the_repair_of_the_next():
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_repair import repair
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import clean_imports
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.repair import repair
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import clean_imports
     doc = doc_of(CURRENT)
     out = repair(doc, doc_of(INDENTED), ['cri.default_runtime_name', 'cri.runtimes.runc'], clean_imports)
     assert out['restored'] == ['plugins."%s".containerd.runtimes.runc' % CRI2]
@@ -106,8 +106,8 @@ def test_a_table_put_back_into_a_flat_file_is_written_flat():
 
 
 def test_a_key_left_because_another_file_hides_it_does_not_stop_the_next():
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_repair import repair
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import clean_imports
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.repair import repair
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import clean_imports
     name = CTD + ('default_runtime_name',)
 
     def shadowed(before, after):

@@ -17,8 +17,8 @@ import pytest
 
 from baseline_inproc import Node, hand_made_baseline, manifest_of, stub_containerd
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_restore import ledger_for_restore
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.restore import ledger_for_restore
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 
 
 def _mode(path):
@@ -216,7 +216,7 @@ def test_a_current_tree_that_cannot_be_read_removes_nothing_and_the_restore_goes
 
 def test_a_restore_waits_for_the_configs_lock(tmp_path, capsys):
     import fcntl
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import lock_path_for
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import lock_path_for
     node = Node(tmp_path, capsys)
     node.run()
     node.write(node.read() + '# edited\n')
@@ -445,7 +445,7 @@ def test_a_baseline_of_a_missing_config_has_nothing_to_restore(tmp_path, capsys)
 
 
 def test_a_writer_that_ignores_the_lock_makes_the_restore_start_over_on_its_content(tmp_path, capsys, monkeypatch):
-    from ansible_collections.nodeguard.containerd.plugins.module_utils import _baseline_restore
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import restore as _baseline_restore
     node = Node(tmp_path, capsys)
     good = node.read()
     node.run()

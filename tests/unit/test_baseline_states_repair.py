@@ -15,7 +15,7 @@ import pytest
 from baseline_inproc import Node, hand_made_baseline, stub_containerd
 
 from conftest import CONTAINERD_2
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 
 RT3 = 'plugins."io.containerd.cri.v1.runtime".containerd'
 CRUN = """version = 3

@@ -15,7 +15,7 @@ import os
 
 from baseline_inproc import Node, manifest_of, stub_containerd
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 
 
 def sha(data):
@@ -217,7 +217,7 @@ def test_a_version_word_right_after_the_name_is_taken(tmp_path, capsys):
 
 def test_a_snapshot_waits_for_the_configs_lock_and_stores_nothing(tmp_path, capsys):
     import fcntl
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import lock_path_for
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import lock_path_for
     node = Node(tmp_path, capsys)
     fd = os.open(lock_path_for(node.path), os.O_RDWR | os.O_CREAT, 0o600)
     try:

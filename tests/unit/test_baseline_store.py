@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import (
     Attrs,
     OverlaySource,
     Store,
@@ -15,9 +15,9 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline imp
     read_tree,
     utc_now,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_effective import _rebase_imports
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline_restore import ledger_for_restore
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.effective import _rebase_imports
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.restore import ledger_for_restore
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 
 
 def write(path, text):
@@ -156,7 +156,7 @@ def test_the_store_root_is_made_private(tmp_path):
 
 
 def test_ids_with_no_name_on_this_node_are_kept_as_numbers():
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import _group, _user
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import _group, _user
     assert _user(0) == 'root' and _group(0) == 'root'
     assert _user(2 ** 31 - 7) is None and _group(2 ** 31 - 7) is None
 

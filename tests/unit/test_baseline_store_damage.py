@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import sha256_bytes
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import sha256_bytes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import (
     Attrs,
     DiskSource,
     OverlaySource,
@@ -18,7 +18,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline imp
     read_tree,
     utc_now,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 
 
 def write(path, data):

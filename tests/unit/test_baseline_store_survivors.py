@@ -7,7 +7,7 @@ import os
 
 from baseline_inproc import Node
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import Store, read_tree
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import Store, read_tree
 
 
 def test_a_config_missing_then_and_now_is_the_same_tree_and_no_new_snapshot(tmp_path, capsys):

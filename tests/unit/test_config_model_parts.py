@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigError,
     TomlParseError,
     _tomlkit_parse,

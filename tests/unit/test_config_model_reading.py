@@ -14,8 +14,8 @@ import sys
 import pytest
 import tomlkit
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _config_model
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import config_model as _config_model
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
     ConfigError,
     Layout,

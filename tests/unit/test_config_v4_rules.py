@@ -7,10 +7,10 @@ import os
 
 from conftest import doc_and_ledger
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import effects_of, load_effective
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import effects_of, load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
     check_tree,
     check_warnings,
     refuse_unreadable_version,
@@ -126,7 +126,7 @@ def test_a_task_table_beside_shim_env_is_a_warning_on_2_3(tmp_path):
 
 
 def test_a_runtime_is_added_to_a_version_4_file_in_the_version_3_layout(tmp_path):
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import runtime_present
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import runtime_present
 
     class Ctx(object):
         containerd_version = V23

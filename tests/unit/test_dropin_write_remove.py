@@ -14,16 +14,16 @@ import stat
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import lock_path_for, sha256_bytes
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._dropin import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import lock_path_for, sha256_bytes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.dropin import (
     _make_folder,
     importers,
     remove,
     remove_all,
     write,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger, file_identity
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger, file_identity
 
 V16 = (1, 6, 20)
 NYDUS = 'version = 2\n[proxy_plugins.nydus]\ntype = "snapshot"\naddress = "/run/nydus.sock"\n'

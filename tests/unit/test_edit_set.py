@@ -10,8 +10,8 @@ merged result keeps.
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._edit_set import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_set import (
     KIND_ORDER,
     EditSet,
     dropins_of,

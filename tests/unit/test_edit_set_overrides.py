@@ -14,8 +14,8 @@ import pytest
 
 from conftest import fixture_text
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._edit_set import refuse_overrides_first
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_set import refuse_overrides_first
 
 KATA = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n'
         '  runtime_type = "io.containerd.kata.v2"\n')

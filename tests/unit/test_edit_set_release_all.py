@@ -8,9 +8,9 @@ nothing named; here the owner's records and the named entries meet.
 
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import read_bytes, sha256_bytes
-from ansible_collections.nodeguard.containerd.plugins.module_utils._edit_set import with_owned
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import read_bytes, sha256_bytes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_set import with_owned
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 
 CRI = ['plugins', 'io.containerd.grpc.v1.cri']
 RT = CRI + ['containerd', 'runtimes']

@@ -16,21 +16,21 @@ import tomllib
 import pytest
 
 from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,
     parse_toml,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import (
     ABSENT,
     changed_leaves,
     confirm_with_dump,
     effects_of,
     load_effective,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import get_in
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import containerd_version
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import get_in
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import containerd_version
 
 BINARIES = {'1.6': CONTAINERD_1, '1.7': CONTAINERD_17, '2.1': CONTAINERD_2}
 RUNTIMES_V2 = ('plugins', CRI_V2, 'containerd', 'runtimes')

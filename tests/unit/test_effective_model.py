@@ -20,15 +20,15 @@ import pytest
 import tomlkit
 
 from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, read
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import (
     ABSENT,
     changed_leaves,
     effects_of,
     load_effective,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import get_in
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import containerd_version
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import get_in
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import containerd_version
 
 NV = os.path.join(FIXTURES, 'nvidia-ctk')
 V2 = 'io.containerd.grpc.v1.cri'

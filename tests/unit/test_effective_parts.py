@@ -11,13 +11,13 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,
     parse_toml,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import (
     ABSENT,
     Effect,
     _why_shadowed,

@@ -12,9 +12,9 @@
   the view: the later file's value is what it shows.
 """
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import CRI_V2, parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import ABSENT, effects_of, load_effective
-from ansible_collections.nodeguard.containerd.plugins.module_utils._info import cri_plugins
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import CRI_V2, parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import ABSENT, effects_of, load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.info import cri_plugins
 
 from test_effective_v2_on_2x import DEFAULT_RUNTIME, IMAGES, ONE, RUNTIME, RUNTIMES, Default, agree, tree
 

@@ -17,15 +17,15 @@ import tomllib
 import pytest
 
 from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,
     ConfigError,
     parse_toml,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import effects_of, load_effective
-from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import get_in
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import effects_of, load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import get_in
 
 BINARIES = {'1.6': CONTAINERD_1, '1.7': CONTAINERD_17, '2.1': CONTAINERD_2}
 VERSIONS = {'1.6': (1, 6), '1.7': (1, 7), '2.1': (2, 1)}
@@ -251,14 +251,14 @@ def test_a_version_3_drop_in_of_a_version_2_main_file_is_read_by_2x_and_stops_th
     assert not eff.in_effect and 'a version 3 file is read after it' in eff.why
     # the built-in checks refuse it all the same: the config.toml man page forbids a drop-in above the main
     # file's version, and containerd 2.3 does not start on it
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import check_tree
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import check_tree
     with open(_path) as f:
         msgs = check_tree(_path, parse_toml(f.read()), (2, 1))
     assert any(paths['a'] in msg and _path in msg and '2.3 and later do not start' in msg for msg in msgs), msgs
 
 
 def test_a_version_3_drop_in_of_a_version_2_main_file_is_ignored_by_16_and_refused_by_17(tmp_path):
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import check_tree
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import check_tree
     main, dropin = V2_MAIN_V3_DROPIN
     path, paths = tree(tmp_path, main, a=dropin)
     with open(path) as f:

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import Checked, check_with_containerd
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import Checked, check_with_containerd
 
 MIRROR = '/tmp/nodeguard-mirror-x1/etc/containerd'
 
@@ -113,7 +113,7 @@ def test_a_dump_that_is_not_toml_confirms_nothing_and_says_so(tmp_path):
 # ------------------------------------------------------------------ when containerd is started on the candidate
 @pytest.fixture
 def load_tests(monkeypatch):
-    from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
     started = []
 
     def load_test(binary, candidate, **kw):

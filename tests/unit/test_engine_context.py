@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _engine
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 
 
 def stub(folder, version):

@@ -20,7 +20,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from conftest import CONTAINERD_2, fixture_text, read
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import tree_records
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import tree_records
 from ansible_collections.nodeguard.containerd.plugins.modules import containerd_runtime, containerd_setting
 
 RUNTIME = "[plugins.'io.containerd.cri.v1.runtime'.containerd]\n"
@@ -303,7 +303,7 @@ def test_edit_in_config_writes_config_toml_when_the_drop_in_already_agrees(node,
 def test_one_edit_whose_keys_two_drop_ins_decide_is_refused_naming_both(three, capsys):
     # not a batch: it cannot be split, and moving it whole to one drop-in would put the other's key there
     from ansible.module_utils.basic import AnsibleModule
-    from ansible_collections.nodeguard.containerd.plugins.module_utils import _engine
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
     before = [read(p) for p in three['dropins'] + [three['path']]]
 
     def edit(doc, ledger, ctx):
@@ -338,9 +338,9 @@ def test_a_batch_entry_that_is_not_valid_fails_before_anything_is_read(node, cap
 def test_an_uninstall_over_two_files_reports_what_each_gave_back(node, capsys):
     # the single-file results merge: lists are united, a flag is true when any file's is
     from ansible.module_utils.basic import AnsibleModule
-    from ansible_collections.nodeguard.containerd.plugins.module_utils import _engine
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import sha256_bytes
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import sha256_bytes
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
     for path in (node['dropin'], node['path']):
         ledger = Ledger(node['state'], path)
         ledger.add({'owner': 'coco', 'resource': 'setting:x', 'kind': 'key', 'path': ['x'], 'prior': None,

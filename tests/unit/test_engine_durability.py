@@ -243,7 +243,7 @@ def test_a_failure_after_the_rename_reports_what_was_written(node, capsys, monke
 def test_a_result_holding_tomlkit_objects_is_sent_as_plain_json(node, capsys, monkeypatch):
     """tomlkit items in a result (ansible-core 2.16 - 2.18 could not copy them, after the write) go out plain."""
     import tomlkit
-    from ansible_collections.nodeguard.containerd.plugins.module_utils import _engine
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
     doc = tomlkit.parse('a = "x"\nb = 2\nc = 1.5\nd = true\n[t]\ne = [1, "y"]\nf = 1979-05-27T07:32:00Z\n')
     safe = _engine.json_safe({'doc': doc, 'items': [doc['a'], doc['b'], doc['c'], doc['d']], 't': doc['t']})
     assert safe['items'] == ['x', 2, 1.5, True]

@@ -18,7 +18,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 from conftest import CONTAINERD_1, fixture_text, read
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _engine, _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
 
 SNAPSHOTTER = ('plugins', 'io.containerd.grpc.v1.cri', 'containerd', 'snapshotter')
 

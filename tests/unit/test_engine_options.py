@@ -8,7 +8,7 @@ and aliases: a user reads the defaults in the docs.
 import yaml
 
 from ansible_collections.nodeguard.containerd.plugins.doc_fragments.common import ModuleDocFragment
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import COMMON_ARGUMENT_SPEC
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import COMMON_ARGUMENT_SPEC
 
 
 def test_the_shared_options_are_the_documented_ones():

@@ -10,8 +10,8 @@ import grp
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import sha256_bytes
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import sha256_bytes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     _owner_records_left,
     _stat_owner,
     exit_result,
@@ -19,7 +19,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._engine impor
     tree_records,
     unique_in_order,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 
 
 class Ended(Exception):

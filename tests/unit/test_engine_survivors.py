@@ -11,9 +11,10 @@ import yaml
 
 from conftest import CONTAINERD_1, fixture_text, read
 from ansible_collections.nodeguard.containerd.plugins.doc_fragments.common import ModuleDocFragment
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _engine, _preflight
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     COMMON_ARGUMENT_SPEC,
     Transaction,
     _read_settled,

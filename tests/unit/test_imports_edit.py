@@ -11,18 +11,18 @@ from hypothesis import strategies as st
 
 from conftest import fixture_text
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
     ConfigError,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import (
     apply_imports,
     clean_imports,
     insert_raw,
     plugin_overrides,
     remove_raw,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 
 
 class Ctx(object):
@@ -296,5 +296,5 @@ class Keys(object):
     (['b', 'x', 'a'], 2, 'prepend', 3),
 ])
 def test_a_new_entry_keeps_the_order_of_the_wanted_entries(current, k, position, where):
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import _insert_position
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import _insert_position
     assert _insert_position(Keys(current), ['a', 'b', 'c', 'd'], k, position) == where

@@ -5,8 +5,8 @@ each is named once, in the order of the file, and the rest keep their order.
 
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigDocument
-from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import clean_imports
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigDocument
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import clean_imports
 
 
 def test_dangling_entries_are_reported_in_file_order(tmp_path):

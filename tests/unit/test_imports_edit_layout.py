@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigDocument
-from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigDocument
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import (
     ImportsArray,
     insert_raw,
     remove_raw,

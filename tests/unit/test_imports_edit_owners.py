@@ -9,12 +9,12 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
     ConfigError,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import apply_imports
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import apply_imports
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 
 
 class Ctx(object):

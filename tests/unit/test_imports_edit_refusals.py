@@ -12,18 +12,18 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
     ConfigError,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import (
     ImportsArray,
     apply_imports,
     insert_raw,
     remove_raw,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
-from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlLayoutError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import TomlLayoutError
 
 
 class Ctx(object):

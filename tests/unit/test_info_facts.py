@@ -15,14 +15,14 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import MAX_CONFIG_BYTES
-from ansible_collections.nodeguard.containerd.plugins.module_utils._info import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import MAX_CONFIG_BYTES
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.info import (
     UNIT_STARTED,
     InfoError,
     command_facts,
@@ -38,7 +38,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._info import 
     runtime_facts,
     service_start_facts,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger, ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger, ledger_path_for
 
 V16, V21 = (1, 6), (2, 1)  # as the engine's Context gives it: (major, minor)
 RUNTIMES = ('plugins', CRI_V2, 'containerd', 'runtimes')

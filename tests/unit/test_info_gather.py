@@ -13,9 +13,9 @@ import subprocess
 import pytest
 
 from conftest import CONTAINERD_1
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _engine
-from ansible_collections.nodeguard.containerd.plugins.module_utils._info import InfoError, gather
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.info import InfoError, gather
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 
 KATA = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\ndefault_runtime_name = "kata"\n'
         '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\nruntime_type = "io.containerd.kata.v2"\n')

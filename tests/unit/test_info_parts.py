@@ -13,9 +13,9 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import MAX_CONFIG_BYTES
-from ansible_collections.nodeguard.containerd.plugins.module_utils._info import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import MAX_CONFIG_BYTES
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.info import (
     OPTION_KEYS,
     InfoError,
     containerd_facts,
@@ -26,7 +26,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._info import 
     run_dump,
     runtime_facts,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 
 V16, V21 = (1, 6), (2, 1)
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import (
     Ledger,
     LedgerError,
     ledger_path_for,

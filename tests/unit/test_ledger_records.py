@@ -7,7 +7,7 @@ records name (containerd_info's owned, containerd_config's release_all)."""
 import json
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import (
     Ledger,
     ledger_key,
     ledger_path_for,

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 """A removed record makes the ledger dirty, so the engine saves it even when the config's bytes stay."""
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import sha256_bytes
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import sha256_bytes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 
 
 def test_a_removed_record_is_saved(tmp_path):

@@ -17,8 +17,8 @@ from conftest import RUNTIMES_V2_DOTTED as RT_DOTTED
 from conftest import RUNTIMES_V2_PATH as RT
 from conftest import doc_and_ledger
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ownership import (
     check_batch_entries,
     release,
 )

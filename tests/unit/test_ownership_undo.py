@@ -11,7 +11,7 @@ from conftest import CRI_V2_PATH as CRI
 from conftest import RUNTIMES_V2_PATH as RT
 from conftest import doc_and_ledger
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ownership import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ownership import (
     dotted,
     release,
     set_owned,

@@ -15,8 +15,8 @@ import stat
 import pytest
 
 from conftest import make_tar
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _payload
-from ansible_collections.nodeguard.containerd.plugins.module_utils._payload import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import kata_payload as _payload
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.kata_payload import (
     PayloadError,
     install,
     read_members,

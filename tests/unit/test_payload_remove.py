@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _payload
-from ansible_collections.nodeguard.containerd.plugins.module_utils._payload import PayloadError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import kata_payload as _payload
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.kata_payload import PayloadError
 
 from test_payload_install import BASIC, Payload
 

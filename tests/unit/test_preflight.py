@@ -27,8 +27,8 @@ import pytest
 
 from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, REPO, silent_containerd
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
-from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,
@@ -495,7 +495,7 @@ def test_cannot_run_without_the_file(tmp_path):
 def test_cannot_run_as_non_root(etc, tmp_path, readable):
     path = etc(GOOD['1.6'])
     code = ('import sys, json; sys.path.insert(0, %r)\n'
-            'from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test\n'
+            'from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import load_test\n'
             'r = load_test(%r, %r); print(json.dumps([r.status, r.errors]))'
             % (readable.collections, readable.binary('1.6'), path))
     proc = subprocess.run(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', sys.executable, '-c', code],
@@ -511,7 +511,7 @@ def test_cannot_run_without_cap_sys_admin(etc, parent):
     containerd never ran, and that is cannot_run, not a verdict on the config."""
     path = etc(GOOD['1.6'])
     code = ('import sys, json; sys.path.insert(0, %r)\n'
-            'from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test\n'
+            'from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import load_test\n'
             'r = load_test(%r, %r, workdir=%r); print(json.dumps([r.status, r.errors]))'
             % (COLLECTIONS_ROOT, binary('1.6'), path, parent))
     proc = subprocess.run(['setpriv', '--inh-caps=-sys_admin', '--bounding-set=-sys_admin', sys.executable, '-c', code],
@@ -574,7 +574,7 @@ def test_caller_killed_mid_run_takes_the_daemon_along(etc, parent, tmp_path):
     slow_ctr.write_text('#!/bin/sh\necho $$ > %s\nexec sleep 60\n' % pidfile)
     slow_ctr.chmod(0o755)
     code = ('import sys; sys.path.insert(0, %r)\n'
-            'from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test\n'
+            'from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import load_test\n'
             'load_test(%r, %r, ctr=%r, workdir=%r, timeout=60)'
             % (COLLECTIONS_ROOT, binary('1.6'), etc(GOOD['1.6']), str(slow_ctr), parent))
     runner = subprocess.Popen([sys.executable, '-c', code], start_new_session=True)
@@ -646,7 +646,7 @@ with open(sub + '/10-kata.toml', 'w') as f:
     f.write('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n  runtime_type = "io.containerd.kata.v2"\n')
 with open(sub + '/config.toml', 'w') as f:
     f.write('version = 2\nimports = ["%s/*-kata.toml"]\n' % sub)
-from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import load_test
 r = load_test(ctd, sub + '/config.toml', workdir=parent)
 print(r.status, '|'.join(r.errors))
 '''
@@ -821,7 +821,7 @@ def snapshot():
             'dm': sorted(os.listdir('/dev/mapper')) if os.path.isdir('/dev/mapper') else []}
 
 before = snapshot()
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
 made = []
 real_mkdtemp = _preflight.tempfile.mkdtemp
 def mkdtemp(*a, **kw):  # records the name of the private folder, to find its processes

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
-from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import load_test
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import load_test
 
 import test_preflight_load_test
 from test_preflight_load_test import BOOTED, V2_OK, Node

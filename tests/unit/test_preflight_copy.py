@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
-from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,

@@ -5,8 +5,8 @@ plugins per version, and the one-line message the modules show."""
 
 import json
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
-from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,

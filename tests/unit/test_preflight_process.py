@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
 
 
 # ---------------------------------------------------------------- the version

@@ -28,16 +28,16 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 from conftest import CONTAINERD_1, CONTAINERD_2
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
     ConfigError,
     parse_toml,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._imports_edit import apply_imports
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
-from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import NAME_RE, apply_runtime
-from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit import apply_setting
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import check_tree
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import apply_imports
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import NAME_RE, apply_runtime
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.setting import apply_setting
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import check_tree
 
 
 def _knob(name, default):

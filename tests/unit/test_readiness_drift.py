@@ -11,9 +11,9 @@ report's text for each kind of entry.
 import json
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_drift
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import ledger_path_for
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_drift import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import drift as _readiness_drift
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.drift import (
     OPERATOR,
     _flatten,
     evaluate_drift,

@@ -2,7 +2,7 @@
 """_readiness_drift.leaf_diffs: which keys really differ inside a changed
 protected table, when a table was replaced by a value (or a value by a table)."""
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_drift import evaluate_drift, leaf_diffs
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.drift import evaluate_drift, leaf_diffs
 
 RUNC = ['plugins', 'io.containerd.grpc.v1.cri', 'containerd', 'runtimes', 'runc']
 

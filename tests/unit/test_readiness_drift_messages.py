@@ -3,7 +3,7 @@
 gave no drift list (no baseline is a skip, anything else a failure) and the
 pass reason's count of changes the owners or the operator account for."""
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_drift import evaluate_drift
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.drift import evaluate_drift
 
 RUNC = 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc'
 

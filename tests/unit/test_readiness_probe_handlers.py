@@ -6,7 +6,7 @@ or not) and each one's probe command line, from a name or a dict spec."""
 import os
 import re
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_probe import handlers, probe_argv
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.probe import handlers, probe_argv
 
 OPTS = dict(ctr='/usr/bin/ctr', address='/run/containerd/containerd.sock', namespace='nodeguard',
             probe_image='docker.io/library/busybox:1.36', probe_command=['true'], pass_config_path=True)

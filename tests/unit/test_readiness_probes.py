@@ -8,8 +8,8 @@ readiness scenario."""
 
 import time
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_probe
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_probe import run_probes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import probe as _readiness_probe
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.probe import run_probes
 
 FAKE_CTR = '''#!/bin/sh
 log=%s

@@ -6,8 +6,8 @@ tests/module/test_containerd_readiness.py."""
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_report as rep
-from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import CRI_V2
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import report as rep
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import CRI_V2
 
 DUMP = '''version = 2
 [grpc]

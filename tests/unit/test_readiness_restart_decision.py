@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_restart as rr
-from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import LoadResult
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_restart import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import restart as rr
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import LoadResult
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.restart import (
     dump_fingerprint,
     pending,
     restart,

@@ -4,7 +4,7 @@ hundredths of a second, read on a monotonic clock the test sets."""
 
 import time
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_restart as rr
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import restart as rr
 
 import test_readiness_restart_decision
 from test_readiness_restart_decision import Ctx, Daemon, opts

@@ -15,9 +15,9 @@ REAL_SLEEP = time.sleep
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_probe as probe
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_proxy as proxy
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_service as svc
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import probe as probe
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import proxy as proxy
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import service as svc
 
 OPTS = dict(ctr='ctr', address='/run/c.sock', namespace='k8s.io', probe_image='registry.k8s.io/pause:3.10',
             probe_command=[], pass_config_path=True)

@@ -5,7 +5,7 @@ clock the test sets."""
 
 import time
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_service as svc
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import service as svc
 
 import test_readiness_service_wait
 from test_readiness_service_wait import ACTIVE

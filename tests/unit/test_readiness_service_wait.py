@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_service as svc
-from ansible_collections.nodeguard.containerd.plugins.module_utils._preflight import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import service as svc
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The readiness tree names a config that imports itself (NVIDIA's toolkit before 1.18 writes one)."""
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness_tree import Tree
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.tree import Tree
 
 CRI = '[plugins."io.containerd.grpc.v1.cri".containerd]\ndefault_runtime_name = "runc"\n'
 

@@ -5,8 +5,8 @@ watched for changes) and the live config's runtimes from config dump."""
 
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _readiness_tree as rt
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import CRI_V2, CRI_V3_RUNTIME
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import tree as rt
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import CRI_V2, CRI_V3_RUNTIME
 
 
 def write(path, text):

@@ -4,10 +4,10 @@ its logic's outcome into exit_json or a clear fail_json."""
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import LockTimeout
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._engine import run_logic
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import LedgerError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import LockTimeout
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import run_logic
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import LedgerError
 
 CONFIG = '/etc/containerd/config.toml'
 DROPIN = '/etc/containerd/config.toml.d/nydus.toml'

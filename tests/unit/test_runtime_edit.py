@@ -16,8 +16,8 @@ from conftest import RUNTIMES_V2_PATH as RT
 from conftest import WarnCtx as Ctx
 from conftest import doc_and_ledger
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import (
     RuntimeBatch,
     _inherit_source,
     runtime_absent,

@@ -15,8 +15,8 @@ from conftest import RUNTIMES_V2_PATH as RT
 from conftest import WarnCtx as Ctx
 from conftest import doc_and_ledger
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import runtime_absent, runtime_present
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import runtime_absent, runtime_present
 
 DEFAULT = CRI + ('containerd', 'default_runtime_name')
 TEXT = ('version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "%s"\n\n'

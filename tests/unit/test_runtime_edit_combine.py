@@ -4,7 +4,7 @@ uninstall over config.toml and its drop-ins, or one part per runtime): each
 runtime once, in the order given, with what every step did to it.
 """
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import RuntimeBatch
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import RuntimeBatch
 
 
 def entries(*names):

@@ -17,8 +17,8 @@ from conftest import RUNTIMES_V2_PATH as RT
 from conftest import WarnCtx
 from conftest import doc_and_ledger, fixture_text
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import EditElsewhere
-from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import apply_runtime
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import EditElsewhere
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import apply_runtime
 
 CRI2 = 'plugins."io.containerd.grpc.v1.cri"'
 CRI3 = 'plugins."io.containerd.cri.v1.runtime"'

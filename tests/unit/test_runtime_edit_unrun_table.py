@@ -9,8 +9,8 @@ import pytest
 
 from conftest import CONTAINERD_17, WarnCtx, doc_and_ledger
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import EditElsewhere
-from ansible_collections.nodeguard.containerd.plugins.module_utils._runtime_edit import apply_runtime
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import EditElsewhere
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import apply_runtime
 
 CRI = 'io.containerd.grpc.v1.cri'
 MAIN = ('version = 2\nimports = ["%s"]\n\n[plugins."%s".containerd]\n  default_runtime_name = "runc"\n\n'

@@ -8,10 +8,10 @@ import stat
 import pytest
 import tomlkit
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _secrets as secrets
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import makedirs_private
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline import export_copy
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets as secrets
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import makedirs_private
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import export_copy
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 
 V2 = '''version = 2
 [plugins."io.containerd.grpc.v1.cri".registry.configs."reg.example.com".auth]

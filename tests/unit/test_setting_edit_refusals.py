@@ -12,12 +12,12 @@ import pytest
 
 from conftest import WarnCtx as Ctx
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
     ConfigError,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._ledger import Ledger
-from ansible_collections.nodeguard.containerd.plugins.module_utils._setting_edit import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.setting import (
     SettingBatch,
     apply_setting,
     resolve_key,

@@ -4,7 +4,7 @@
 import pytest
 import tomlkit
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import (
     TomlLayoutError,
     TomlText,
     parse_dotted_key,

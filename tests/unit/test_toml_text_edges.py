@@ -10,8 +10,8 @@ reads each spelling, so an edit lands where the file has the key.
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import (
     TomlLayoutError,
     TomlText,
     _parse_key,
@@ -130,7 +130,7 @@ def test_the_first_spelling_of_a_prefix_wins():
 
 # ---------------------------------------------------------------- surviving mutants
 def test_a_literal_key_is_single_quoted_when_it_can_be():
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import render_key
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import render_key
     assert render_key('io.containerd.grpc.v1.cri', literal=True) == "'io.containerd.grpc.v1.cri'"
     assert render_key('io.containerd.grpc.v1.cri') == '"io.containerd.grpc.v1.cri"'
     assert render_key("it's", literal=True) == '"it\'s"'
@@ -139,13 +139,13 @@ def test_a_literal_key_is_single_quoted_when_it_can_be():
 
 
 def test_a_literal_key_that_runs_past_its_line_is_refused():
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlLayoutError, _parse_key
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import TomlLayoutError, _parse_key
     with pytest.raises(TomlLayoutError) as exc:
         _parse_key("'a\nb' = 1\n", 0)
     assert 'unterminated key at offset 0' in str(exc.value)
 
 
 def test_an_entry_says_what_it_is():
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import scan
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import scan
     entry = [e for e in scan('[a]\nb = 1\n') if e.kind == 'keyval'][0]
     assert repr(entry) == "Entry(keyval, ('a', 'b'), 4-10)"

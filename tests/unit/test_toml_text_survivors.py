@@ -2,8 +2,8 @@
 """The text scanner's details the mutation run found untested: a key outside the fast path, a comment inside
 an array, the blanks between a value and its comment, a value right after "=", and render_value's default."""
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import TomlText, render_value, scan
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import TomlText, render_value, scan
 
 
 def doc(text):

@@ -12,8 +12,8 @@ import datetime
 import pytest
 import tomlkit
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._toml_text import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import (
     TomlLayoutError,
     TomlText,
     parse_raw_value,

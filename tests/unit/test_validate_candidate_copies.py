@@ -12,10 +12,10 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from conftest import CONTAINERD_1, assert_containerd_accepts, fixture_text, read
-from ansible_collections.nodeguard.containerd.plugins.module_utils import _engine
-from ansible_collections.nodeguard.containerd.plugins.module_utils._atomic import TEMP_SUFFIX, write_temp
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError, parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import copies_for_containerd, load_tree
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import TEMP_SUFFIX, write_temp
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError, parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import copies_for_containerd, load_tree
 from ansible_collections.nodeguard.containerd.plugins.modules import containerd_setting
 
 CRI = 'io.containerd.grpc.v1.cri'

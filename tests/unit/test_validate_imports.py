@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
     check_tree,
     import_pattern,
     load_tree,

@@ -10,8 +10,8 @@ README); tests/module checks them end to end on containerd 1.6, 1.7 and 2.1.
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
     _describe_lost,
     check_tree,
     load_tree,

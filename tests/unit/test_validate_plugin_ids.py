@@ -16,8 +16,8 @@ import pytest
 
 from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import check_tree
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import check_tree
 
 BINARIES = {(1, 6): CONTAINERD_1, (1, 7): CONTAINERD_17, (2, 1): CONTAINERD_2}
 NVIDIA = '.containerd.runtimes.nvidia]\n  runtime_type = "io.containerd.runc.v2"\n'

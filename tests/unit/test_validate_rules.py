@@ -10,8 +10,8 @@ here each is pinned with the exact input that tells it from its neighbours.
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import (
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
     _describe_lost,
     check_tree,
     containerd_version,

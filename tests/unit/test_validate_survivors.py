@@ -2,9 +2,9 @@
 """The import walk's details the mutation run found untested: a missing import is a problem of that entry
 only, and an imports that is not a list stops the walk of that file only."""
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._config_model import parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._effective import load_effective
-from ansible_collections.nodeguard.containerd.plugins.module_utils._validate import load_tree
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import load_tree
 
 
 def test_a_missing_import_is_the_entrys_problem_not_the_whole_configs(tmp_path):
