@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 """fleet_report_files, the action that writes the fleet report on the
-controller (no module run): the folder made, each file atomic, a file with
-the same bytes and mode left alone, a bad name refused before any write."""
+controller (no module run): the folder made when its parent exists, each
+file atomic, a file with the same bytes and mode left alone, a bad name
+refused before any write, a folder it cannot write refused with its path
+and what to do."""
 
 import json
 import os
@@ -47,7 +49,7 @@ def play(tmp_path, out, files, check=False, **extra):
 
 
 def test_writes_each_file_into_a_new_folder_and_reports_no_change(tmp_path):
-    out = tmp_path / 'artifacts' / 'job-1'
+    out = tmp_path / 'job-1'
     proc, res = play(tmp_path, out, {'r.json': '{"rows": []}\n', 'r.html': '<p>caf\u00e9</p>'})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (out / 'r.json').read_text() == '{"rows": []}\n'
@@ -92,3 +94,31 @@ def test_a_name_with_a_folder_is_refused_before_any_write(tmp_path):
 def test_a_bad_mode_is_refused(tmp_path):
     proc, _res = play(tmp_path, tmp_path / 'e', {'r.json': 'x'}, mode='rw-r--r--')
     assert proc.returncode == 2 and "mode must be an octal number such as 0644, not 'rw-r--r--'" in proc.stdout
+
+
+def test_a_folder_whose_parent_is_missing_is_refused_with_the_fix(tmp_path):
+    """Most often a volume that is not mounted: the report would be written into the job's container and lost."""
+    out = tmp_path / 'reports' / 'nodeguard'
+    proc, _res = play(tmp_path, out, {'r.json': 'x'})
+    assert proc.returncode == 2
+    assert 'cannot write the fleet report into %s on the controller: %s does not exist' % (out, out.parent) \
+        in proc.stdout, proc.stdout
+    assert 'mount a persistent volume there' in proc.stdout
+    assert not (tmp_path / 'reports').exists()
+
+
+def test_a_file_in_place_of_the_folder_is_refused(tmp_path):
+    (tmp_path / 'out').write_text('x')
+    proc, _res = play(tmp_path, tmp_path / 'out', {'r.json': 'x'})
+    assert proc.returncode == 2
+    assert 'cannot write the fleet report into %s on the controller: it is not a folder' % (tmp_path / 'out') \
+        in proc.stdout, proc.stdout
+
+
+def test_a_folder_that_cannot_be_written_is_refused_with_the_fix(tmp_path):
+    """/sys/kernel: a folder no user, root included, can create a file in."""
+    proc, _res = play(tmp_path, '/sys/kernel', {'nodeguard-fleet-report.json': 'x'})
+    assert proc.returncode == 2
+    assert 'cannot write the fleet report into /sys/kernel on the controller: ' in proc.stdout, proc.stdout
+    assert 'writable by the job' in proc.stdout
+    assert not os.path.exists('/sys/kernel/nodeguard-fleet-report.json')
