@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeguard maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_runtime_specs: gpu_toolkit_runtimes, each as a full description of the runtime to add."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: gpu_runtime_specs
+author:
+  - nodeguard maintainers (@nodeguard)
+version_added: 0.4.0
+short_description: The GPU runtimes to add, each a name or a mapping, as full descriptions
+description:
+  - Turns the role C(gpu_toolkit)'s C(gpu_toolkit_runtimes) into one mapping per runtime with every key set.
+  - A runtime given by name gets O(binary) as its C(BinaryName), with the suffix O(suffixes) gives for its name
+    appended (C(nvidia-cdi) gets C(.cdi), as the NVIDIA toolkit installs it). A mapping may give C(binary),
+    C(options), C(settings), C(runtime_type) and C(probe) itself.
+  - C(options) starts with C(BinaryName) (when the binary is not empty), then the runtime's own options, which win.
+options:
+  _input:
+    description: The runtimes, each a name or a mapping with C(name).
+    type: list
+    elements: raw
+    required: true
+  binary:
+    description: C(BinaryName) of a runtime that does not give C(binary).
+    type: str
+    default: /usr/bin/nvidia-container-runtime
+  suffixes:
+    description: Runtime name to the suffix appended to O(binary) for it.
+    type: dict
+    default: {}
+  probe:
+    description: Whether readiness starts a probe container through a runtime that does not say.
+    type: bool
+    default: true
+"""
+
+EXAMPLES = r"""
+- name: The runtimes of gpu_toolkit_runtimes
+  ansible.builtin.debug:
+    msg: >-
+      {{ ['nvidia', {'name': 'nvidia-cdi', 'probe': false}]
+         | nodeguard.containerd.gpu_runtime_specs(binary='/usr/bin/nvidia-container-runtime',
+                                                  suffixes={'nvidia-cdi': '.cdi'}) }}
+  # [{'name': 'nvidia', 'binary': '/usr/bin/nvidia-container-runtime',
+  #   'options': {'BinaryName': '/usr/bin/nvidia-container-runtime'}, 'settings': {}, 'runtime_type': '', 'probe': true},
+  #  {'name': 'nvidia-cdi', 'binary': '/usr/bin/nvidia-container-runtime.cdi',
+  #   'options': {'BinaryName': '/usr/bin/nvidia-container-runtime.cdi'}, 'settings': {}, 'runtime_type': '',
+  #   'probe': false}]
+"""
+
+RETURN = r"""
+_value:
+  description: One mapping per runtime, in the given order.
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The runtime's name (empty when a mapping gave none).
+      type: str
+    binary:
+      description: Its C(BinaryName), empty for none.
+      type: str
+    options:
+      description: Its options table, C(BinaryName) first.
+      type: dict
+    settings:
+      description: Keys of the runtime's own table.
+      type: dict
+    runtime_type:
+      description: Its C(runtime_type), empty to inherit it.
+      type: str
+    probe:
+      description: Whether readiness starts a probe container through it.
+      type: bool
+"""
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.module_utils.six import string_types
+
+try:
+    from collections.abc import Mapping
+except ImportError:  # Python 2
+    from collections import Mapping
+
+
+def gpu_runtime_specs(runtimes, binary='/usr/bin/nvidia-container-runtime', suffixes=None, probe=True):
+    """One full description per runtime of runtimes (names or mappings)."""
+    suffixes = suffixes or {}
+    out = []
+    for item in runtimes:
+        if isinstance(item, string_types):
+            item = {'name': item}
+        elif not isinstance(item, Mapping):
+            raise AnsibleFilterError('gpu_runtime_specs: a runtime is a name or a mapping with a name, got %r' % (item,))
+        name = item.get('name', '')
+        path = item['binary'] if 'binary' in item else binary + suffixes.get(name, '')
+        options = {'BinaryName': path} if path else {}
+        options.update(item.get('options') or {})
+        out.append({'name': name, 'binary': path, 'options': options, 'settings': dict(item.get('settings') or {}),
+                    'runtime_type': item.get('runtime_type') or '',
+                    'probe': boolean(item.get('probe', probe), strict=False)})
+    return out
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'gpu_runtime_specs': gpu_runtime_specs}
