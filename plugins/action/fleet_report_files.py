@@ -127,9 +127,13 @@ class ActionModule(ActionBase):
         return result
 
     @staticmethod
-    def _lists(spec):
+    def _lists(spec, task_vars):
+        hosts = spec['hosts']
+        # a survey question left blank: the play's hosts, as when the option is not given
+        if isinstance(hosts, str) and not hosts.strip():
+            hosts = task_vars.get('ansible_play_hosts_all') or []
         try:
-            return (fleet_report.as_list(spec['hosts'], 'fleet_report_hosts'),
+            return (fleet_report.as_list(hosts, 'fleet_report_hosts'),
                     fleet_report.as_list(spec['failed_hosts'], 'fleet_report_failed_hosts'))
         except fleet_report.ListError as exc:
             raise AnsibleActionFail(to_native(exc))
@@ -146,7 +150,7 @@ class ActionModule(ActionBase):
         return get
 
     def _events(self, spec, task_vars):
-        hosts, failed_hosts = self._lists(spec)
+        hosts, failed_hosts = self._lists(spec, task_vars)
         events = fleet_report.read_events(spec['events_dir'], task_vars.get('ansible_play_name'))
         # when this run began: the lookup's rule, which node_readiness's count uses too
         run_since = lookup_loader.get('nodeguard.containerd.run_since', loader=self._loader, templar=self._templar)
@@ -157,7 +161,7 @@ class ActionModule(ActionBase):
         return dict(events=events, hosts=hosts, failed_hosts=failed_hosts, since=since, counted=counted)
 
     def _report(self, spec, task_vars):
-        hosts, failed_hosts = self._lists(spec)
+        hosts, failed_hosts = self._lists(spec, task_vars)
         hostvars = self._hostvars(task_vars)
         info = {}
         # containerd_info's answers: the per-node task's (registered as info_var on each node), and a loop's

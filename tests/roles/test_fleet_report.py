@@ -468,3 +468,51 @@ def test_every_playbook_keeps_its_failures_and_gates_its_batches():
         if 'serial' in play:
             # imported (static): one task fewer per batch than an include
             assert play['tasks'][-1].get('ansible.builtin.import_tasks') == 'tasks/batch_gate.yml', name
+
+
+def test_the_files_land_in_fleet_report_dir_a_folder_that_lasts(tmp_path):
+    """AWX deletes the job's artifacts folder with the job: fleet_report_dir (a mounted volume) keeps the files."""
+    keep = tmp_path / 'volume' / 'nodeguard'
+    (tmp_path / 'volume').mkdir()
+    runner, out, artifacts = run_job(tmp_path, 'report.yml', name='kept', extravars={'fleet_report_dir': str(keep)})
+    assert runner.status == 'successful', out[-3000:]
+    assert sorted(os.listdir(str(keep))) == ['nodeguard-fleet-report.html', 'nodeguard-fleet-report.json']
+    assert not os.path.exists(os.path.join(artifacts, 'nodeguard-fleet-report.json'))
+    report, rows = report_of(str(keep))
+    assert list(rows) == NODES
+    # the rows stay with the job (set_stats) wherever the files go
+    stats = [e for e in runner.events if e.get('event') == 'playbook_on_stats'][-1]['event_data']
+    assert [r['node'] for r in stats['artifact_data']['nodeguard_fleet_report']] == NODES
+
+
+def test_a_fleet_report_dir_on_a_volume_that_is_not_there_fails_naming_it(tmp_path):
+    missing = tmp_path / 'not-mounted' / 'nodeguard'
+    runner, out, _artifacts = run_job(tmp_path, 'report.yml', name='missing',
+                                      extravars={'fleet_report_dir': str(missing)})
+    assert runner.status == 'failed', out[-3000:]
+    assert 'cannot write the fleet report into %s on the controller: %s does not exist' % (missing, missing.parent) \
+        in out, out[-3000:]
+    assert 'mount a persistent volume there' in out
+    assert not missing.parent.exists()
+
+
+@pytest.mark.parametrize('hosts, failed', [
+    ('["node-c", "node-a"]', 'node-a'),
+    ('node-c\nnode-a\n', '["node-a"]'),
+    ('node-c, node-a', 'node-a\n'),
+])
+def test_list_options_as_an_awx_survey_sends_them(tmp_path, hosts, failed):
+    """A survey answer is a string: a JSON list, or names separated by commas or newlines (a textarea)."""
+    runner, out, artifacts = run_job(tmp_path, 'report.yml', name='survey',
+                                     extravars={'fleet_report_hosts': hosts, 'fleet_report_failed_hosts': failed})
+    assert runner.status == 'successful', out[-3000:]
+    report, rows = report_of(artifacts)
+    assert list(rows) == ['node-c', 'node-a']
+    # node-a named failed; node-c: no event of this job but the report's own
+    assert (rows['node-a']['status'], rows['node-c']['status']) == ('failed', 'not reached'), rows
+
+
+def test_a_blank_survey_answer_reports_the_plays_hosts(tmp_path):
+    runner, out, artifacts = run_job(tmp_path, 'report.yml', name='blank', extravars={'fleet_report_hosts': ' '})
+    assert runner.status == 'successful', out[-3000:]
+    assert [r['node'] for r in report_of(artifacts)[0]['rows']] == NODES
