@@ -211,6 +211,33 @@ def silent_containerd(folder, real):
     return path
 
 
+CONTROLLER_SIDE = ('plugins/action', 'plugins/filter', 'plugins/lookup')
+
+
+@pytest.fixture(autouse=True)
+def module_side_warnings(request):
+    """Module code run in this process reports its warnings in its result, as on a node.
+
+    ansible-core 2.19+ sends module_utils warnings to the controller's display
+    once any controller code is imported (a filter or action test imports
+    ansible.errors), for the rest of the process; tests of controller-side
+    plugins keep that."""
+    try:
+        from ansible.module_utils import _internal
+    except ImportError:  # ansible-core < 2.19: no such switch
+        yield
+        return
+    if any(part in str(request.node.fspath) for part in CONTROLLER_SIDE):
+        yield
+        return
+    saved = _internal.is_controller
+    _internal.is_controller = False
+    try:
+        yield
+    finally:
+        _internal.is_controller = saved
+
+
 @pytest.fixture
 def workdir():
     d = tempfile.mkdtemp(prefix='ng-test-')

@@ -477,8 +477,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine
     require_tomlkit,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.info import (
-    _RecordingContext, containerd_facts, service_start_facts)
-from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import sibling_ctr, _which
+    RecordingContext, containerd_facts, service_start_facts)
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.process import sibling_ctr, which
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.report import readiness
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.restart import pending, restart
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.service import DEFAULT_ADDRESS, wait_ready
@@ -601,10 +601,10 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_tomlkit(module)
     p = dict(module.params)
-    ctx = _RecordingContext(module, p['path'])
+    ctx = RecordingContext(module, p['path'])
     try:
         version_text = containerd_facts(ctx)['version']
-        p['ctr'] = sibling_ctr(ctx.containerd_bin) if ctx.containerd_bin else _which('ctr')
+        p['ctr'] = sibling_ctr(ctx.containerd_bin) if ctx.containerd_bin else which('ctr')
         result, failed = STEPS[p['step']](module, ctx, p, version_text)
     except ConfigError as exc:
         module.fail_json(msg=str(exc).replace(' Nothing was written.', ''))

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The baseline's effective values in state: check (_baseline_states.baseline_records, _effective_now).
+"""The baseline's effective values in state: check (_baseline_states.baseline_records, effective_now).
 
 A key the snapshot did not record is read from the baseline's stored files
 (a mirror of them: the paths reported are the node's, not the mirror's); the

@@ -206,11 +206,11 @@ def test_a_baseline_copy_of_a_dropin_nodeguard_cannot_edit_is_not_copied_from(tm
 
 # ------------------------------------------------------------------ check: protected drift in effect or not
 def test_each_protected_drift_entry_with_a_record_is_marked_whatever_comes_before_it():
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.states import _in_effect_note
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.states import in_effect_note
     path, dropin = '/etc/containerd/config.toml', '/etc/containerd/conf.d/50-x.toml'
     entries = [dict(key='images.snapshotter'), dict(key='cri.default_runtime_name'), dict(key='cri.runtimes.runc')]
     records = [dict(key='cri.default_runtime_name', file=dropin), dict(key='cri.runtimes.runc', file=None, owner=path)]
-    assert _in_effect_note(entries, records, path) == [
+    assert in_effect_note(entries, records, path) == [
         dict(key='images.snapshotter'),
         dict(key='cri.default_runtime_name', in_effect=False, shadowed_by=dropin),
         dict(key='cri.runtimes.runc', in_effect=True)]

@@ -8,6 +8,7 @@ import os
 from conftest import doc_and_ledger
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import sandbox
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import effects_of, load_effective
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
@@ -88,7 +89,7 @@ def test_a_version_4_file_is_read_by_2_3_only(tmp_path):
 
 
 def test_the_preflight_copy_of_a_version_4_file_keeps_every_server_socket_private(tmp_path):
-    sb = _preflight._Sandbox(str(tmp_path / 'run'))
+    sb = sandbox.Sandbox(str(tmp_path / 'run'))
     data = {'version': 4, 'plugins': {
         'io.containerd.server.v1.ttrpc': {'address': '/run/containerd/containerd.sock.ttrpc'},
         'io.containerd.server.v1.grpc': {'address': '/run/containerd/containerd.sock', 'uid': 0},

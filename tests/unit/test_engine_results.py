@@ -13,7 +13,7 @@ import pytest
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import sha256_bytes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     _owner_records_left,
-    _stat_owner,
+    stat_owner,
     exit_result,
     json_safe,
     tree_records,
@@ -122,23 +122,23 @@ def test_an_uninstall_goes_on_while_a_file_of_the_tree_holds_the_owners_records(
 def test_the_candidate_gets_the_group_and_mode_asked_for_before_it_is_renamed():
     module = Module()
     root_group = grp.getgrgid(0).gr_name
-    assert _stat_owner(module, dict(group=root_group, mode='0640')) == (None, 0, 0o640)
-    assert _stat_owner(module, dict(group='0', mode=0o600)) == (None, 0, 0o600)
+    assert stat_owner(module, dict(group=root_group, mode='0640')) == (None, 0, 0o640)
+    assert stat_owner(module, dict(group='0', mode=0o600)) == (None, 0, 0o600)
     # a symbolic mode is applied after the rename (set_fs_attributes_if_different)
-    assert _stat_owner(module, dict(file_owner='0', mode='u=rw,g=r')) == (0, None, None)
-    assert _stat_owner(module, dict(group=None, mode=None)) == (None, None, None)
+    assert stat_owner(module, dict(file_owner='0', mode='u=rw,g=r')) == (0, None, None)
+    assert stat_owner(module, dict(group=None, mode=None)) == (None, None, None)
 
 
 def test_a_group_that_does_not_exist_fails_naming_it():
     with pytest.raises(Ended) as ended:
-        _stat_owner(Module(), dict(group='no-such-group-ng'))
+        stat_owner(Module(), dict(group='no-such-group-ng'))
     assert ended.value.result == dict(msg="group: no such group 'no-such-group-ng'")
 
 
 def test_the_file_owner_is_a_uid_or_a_user_name_and_an_unknown_user_fails_naming_it():
-    assert _stat_owner(Module(), dict(file_owner='root'))[0] == 0
+    assert stat_owner(Module(), dict(file_owner='root'))[0] == 0
     with pytest.raises(Ended) as ended:
-        _stat_owner(Module(), dict(file_owner='no-such-user-ng'))
+        stat_owner(Module(), dict(file_owner='no-such-user-ng'))
     assert ended.value.result == dict(msg="file_owner: no such user 'no-such-user-ng'")
 
 

@@ -28,7 +28,7 @@ PACKAGES = [
      [['toml_text', 'atomic'], ['config_model', 'ledger', 'secrets'],
       ['validate', 'effective', 'runtime_guard'], ['ownership']]),
     ('_node', "programs on the node: processes, containerd's log, the isolated load test, payload files",
-     [['process', 'containerd_log', 'capabilities'], ['sandbox'], ['load_test', 'preflight'], ['kata_payload']]),
+     [['process', 'containerd_log', 'capabilities'], ['sandbox'], ['preflight'], ['kata_payload']]),
     ('_edits', 'the transaction and the edits it applies',
      [['runtime', 'setting', 'imports'], ['engine'], ['dropin'], ['edit_set']]),
     ('_baseline', 'baselines: store, drift, repair, restore and their states',
@@ -102,13 +102,14 @@ def test_every_file_has_a_rank(package, name):
 
 def test_imports_of_sees_imports_inside_functions(tmp_path):
     src = tmp_path / 'x.py'
-    src.write_text('def f():\n    from %smodule_utils._node.load_test import load_test\n'
+    src.write_text('def f():\n    from %smodule_utils._node.preflight import load_test\n'
                    'from %smodule_utils._core import atomic\n' % (PREFIX, PREFIX))
-    assert imports_of(str(src)) == set([('module_utils', '_node', 'load_test'), ('module_utils', '_core', 'atomic')])
+    assert imports_of(str(src)) == set([('module_utils', '_node', 'preflight'), ('module_utils', '_core', 'atomic')])
 
 
 def test_a_lower_package_outranks_any_file_rank():
     assert rank_of('_core', 'ownership') < rank_of('_node', 'process')
+    assert rank_of('_node', 'sandbox') < rank_of('_node', 'preflight')
     assert rank_of('_edits', 'edit_set') < rank_of('_baseline', 'drift')
     assert rank_of('_core', 'nothing_here') is None
 

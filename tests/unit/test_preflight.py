@@ -28,14 +28,15 @@ import pytest
 from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, REPO, silent_containerd
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import process, sandbox
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.containerd_log import parse_log
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,
-    dump_toml,
     load_test,
-    parse_log,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.sandbox import dump_toml
 
 BINARIES = {'1.6': CONTAINERD_1, '1.7': CONTAINERD_17, '2.1': CONTAINERD_2}
 
@@ -332,7 +333,7 @@ def test_relative_glob_resolved_like_16_does(etc, tmp_path):
     path = etc(GOOD['1.6'].replace('version = 2\n', 'version = 2\nimports = ["%s"]\n' % rel), 'rel.toml')
     res = load_test(binary('1.6'), path)
     assert res.status == 'failed' and 'no corresponding runtime configured' in res.errors[0]
-    assert str(sub / '10.toml') in [p for p, _raw in _preflight._read_tree(path)]
+    assert str(sub / '10.toml') in [p for p, _raw in sandbox.read_tree(path)]
 
 
 def test_version_3_file_under_16_still_needs_the_version_2_cri(etc):
@@ -455,7 +456,7 @@ def test_no_ctr_anywhere_uses_the_log(etc, tmp_path, monkeypatch):
     lone.mkdir()
     shutil.copy(binary('2.1'), str(lone / 'containerd'))
     monkeypatch.setenv('PATH', str(lone))
-    assert _preflight.sibling_ctr(str(lone / 'containerd')) is None
+    assert process.sibling_ctr(str(lone / 'containerd')) is None
     res = load_test(str(lone / 'containerd'), etc(GOOD['2.1']))
     assert res.method == 'log'
     assert res.status == 'ok', res.errors
@@ -594,7 +595,7 @@ def test_caller_killed_mid_run_takes_the_daemon_along(etc, parent, tmp_path):
         orphaned = os.listdir(parent)
         assert len(orphaned) == 1 and orphaned[0].startswith('nodeguard-preflight-')
         # the next run removes it once it is old enough and unlocked
-        old = time.time() - _preflight.STALE_AFTER - 1
+        old = time.time() - sandbox.STALE_AFTER - 1
         os.utime(os.path.join(parent, orphaned[0]), (old, old))
         res = load_test(binary('1.6'), etc(GOOD['1.6'], 'next.toml'), workdir=parent)
         assert res.status == 'ok', res.errors
@@ -620,15 +621,15 @@ def _argv0(pid):
 def test_a_live_run_is_not_stale(parent):
     """Another run's folder, locked, is never removed, however old."""
     d = tempfile.mkdtemp(prefix='nodeguard-preflight-', dir=parent)
-    fd = _preflight._lock_folder(d)
+    fd = sandbox.lock_folder(d)
     try:
         old = time.time() - 3600
         os.utime(d, (old, old))
-        assert _preflight._remove_stale(parent) == []
+        assert sandbox.remove_stale(parent) == []
         assert os.path.isdir(d)
     finally:
         os.close(fd)
-    assert _preflight._remove_stale(parent) == [d]
+    assert sandbox.remove_stale(parent) == [d]
 
 
 def test_config_on_a_mount_below_run(parent):

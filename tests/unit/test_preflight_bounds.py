@@ -19,6 +19,7 @@ import time
 import pytest
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import process, sandbox
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import load_test
 
 import test_preflight_load_test
@@ -84,16 +85,16 @@ def capped_popen(monkeypatch):
 
 def test_a_command_run_without_a_timeout_is_killed_after_30_seconds(capped_popen):
     """containerd --version and config dump (the default run_command) are bounded too."""
-    rc, out, err = _preflight._default_run_command(['sh', '-c', 'echo started; exec sleep 60'])
+    rc, out, err = process.run_command(['sh', '-c', 'echo started; exec sleep 60'])
     assert (rc, out, err) == (124, 'started\n', '\n(killed after 30s)')
     assert capped_popen == [30]
 
 
 def test_the_unshare_probe_is_bounded_by_10_seconds(capped_popen, tmp_path, monkeypatch):
     """An unshare --help that hangs does not hang the load test; what it said before still counts."""
-    monkeypatch.setattr(_preflight, '_UNSHARE_FLAGS', {})
+    monkeypatch.setattr(sandbox, 'UNSHARE_FLAGS', {})
     hung = executable(str(tmp_path / 'unshare'), '#!/bin/sh\necho " --kill-child[=<signame>]"\nexec sleep 60\n')
-    flags = _preflight._unshare_flags(hung)
+    flags = sandbox.unshare_flags(hung)
     assert capped_popen == [10]
     assert flags == ['--mount', '--net', '--propagation', 'private', '--pid', '--fork', '--kill-child']
 
@@ -103,14 +104,14 @@ def test_ctr_gets_at_least_a_second_when_the_daemon_came_up_at_the_deadline(node
     after that second and the plugin list is read from the log."""
     clock = Clock()
     monkeypatch.setattr(_preflight, 'time', clock)
-    real = _preflight._connectable
+    real = process.connectable
 
     def connectable(path):
         up = real(path)
         if up:
             clock.skew += 1000.0     # the deadline has passed when the daemon is seen up
         return up
-    monkeypatch.setattr(_preflight, '_connectable', connectable)
+    monkeypatch.setattr(process, 'connectable', connectable)
     ctr = executable(os.path.join(node.folder, 'ctr-hangs'), '#!/bin/sh\nexec sleep 60\n')
     node.daemon(log=V2_OK + [BOOTED])
     t0 = time.time()
@@ -170,11 +171,11 @@ def test_a_kill_gives_up_after_10_seconds(monkeypatch):
     """A process the group's SIGKILL does not reach (not the group leader here) is waited for 10 s by
     default, no longer.  Each 20 ms pause adds 0.5 s to the clock."""
     clock = Clock(steps={0.02: 0.5})
-    monkeypatch.setattr(_preflight, 'time', clock)
+    monkeypatch.setattr(process, 'time', clock)
     stuck = subprocess.Popen(['sleep', '60'])
     try:
         t0 = clock.time()
-        _preflight._kill(stuck)
+        process.kill_group(stuck)
         took = clock.time() - t0
         assert 10 < took < 11
         assert stuck.poll() is None
@@ -208,7 +209,7 @@ def test_a_stale_folder_that_cannot_be_removed_whole_is_no_error(tmp_path, busy)
     old = [folder(tmp_path, 3600) for _i in range(3)]
     os.mkdir(os.path.join(old[1], 'busy'))
     os.utime(old[1], (time.time() - 3600, time.time() - 3600))
-    assert sorted(_preflight._remove_stale(str(tmp_path))) == sorted(old)
+    assert sorted(sandbox.remove_stale(str(tmp_path))) == sorted(old)
     assert not os.path.exists(old[0]) and not os.path.exists(old[2])
     assert os.listdir(old[1]) == ['busy']
 
@@ -216,12 +217,12 @@ def test_a_stale_folder_that_cannot_be_removed_whole_is_no_error(tmp_path, busy)
 def test_removing_the_private_folder_is_tried_for_5_seconds_then_left(tmp_path, busy, monkeypatch):
     """Every 0.1 s, 50 times; then what can go goes, and the load test ends without an error."""
     clock = Clock(sleep=False)
-    monkeypatch.setattr(_preflight, 'time', clock)
+    monkeypatch.setattr(sandbox, 'time', clock)
     d = tmp_path / 'nodeguard-preflight-x'
     (d / 'busy').mkdir(parents=True)
     (d / 'files').mkdir()
     (d / 'containerd.log').write_text('x')
-    _preflight._remove(str(d))
+    sandbox.remove_folder(str(d))
     assert clock.sleeps == [0.1] * 50
     assert busy['tries'] == 51
     assert os.listdir(str(d)) == ['busy']
@@ -229,11 +230,11 @@ def test_removing_the_private_folder_is_tried_for_5_seconds_then_left(tmp_path, 
 
 def test_a_folder_busy_for_a_moment_is_removed_whole(tmp_path, busy, monkeypatch):
     clock = Clock(sleep=False)
-    monkeypatch.setattr(_preflight, 'time', clock)
+    monkeypatch.setattr(sandbox, 'time', clock)
     busy['left'] = 3
     d = tmp_path / 'nodeguard-preflight-x'
     (d / 'busy').mkdir(parents=True)
-    _preflight._remove(str(d))
+    sandbox.remove_folder(str(d))
     assert not d.exists()
     assert clock.sleeps == [0.1] * 3
 
@@ -262,7 +263,7 @@ def test_each_run_folder_is_covered_once(node, monkeypatch, isdir, islink, real,
     def script(sb, binary, config_path, run_dirs, tools):
         given.append(list(run_dirs))
         raise Stop()
-    monkeypatch.setattr(_preflight, '_script', script)
+    monkeypatch.setattr(sandbox, 'setup_script', script)
     with pytest.raises(Stop):
         node.test()
     assert given == [covered]

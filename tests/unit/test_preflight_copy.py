@@ -15,13 +15,13 @@ import os
 import pytest
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import sandbox
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,
-    DEVICE_SNAPSHOTTERS,
-    dump_toml,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.sandbox import DEVICE_SNAPSHOTTERS, dump_toml
 
 try:
     import tomllib
@@ -36,7 +36,7 @@ ALL_DEVICE_IDS = [SNAP + s for s in DEVICE_SNAPSHOTTERS]
 
 @pytest.fixture
 def sb(tmp_path):
-    return _preflight._Sandbox(str(tmp_path / 'run'))
+    return sandbox.Sandbox(str(tmp_path / 'run'))
 
 
 @pytest.fixture
@@ -278,7 +278,7 @@ def test_without_cni_on_the_node_the_main_file_gets_a_private_cni_folder(sb, no_
     out = rewrite(sb, {'version': 2})
     assert out['plugins'][CRI_V2] == {'cni': {'conf_dir': sb.p('cni-net.d')}}
     assert any('/etc/cni/net.d does not exist' in s for s in sb.skipped)
-    imported = _preflight._Sandbox(sb.base).rewrite('/etc/containerd/conf.d/1.toml', {'version': 2}, False, 1)
+    imported = sandbox.Sandbox(sb.base).rewrite('/etc/containerd/conf.d/1.toml', {'version': 2}, False, 1)
     assert imported == {'version': 2}  # an import gets no CRI table of its own
 
 
@@ -375,7 +375,7 @@ def test_the_tree_is_read_breadth_first_once_each(tmp_path):
     main = d / 'config.toml'
     main.write_text('version = 2\nimports = ["%s", "%s", "%s", "%s", 5]\n'
                     % (d / 'a.toml', d / 'missing.toml', d / 'b.toml', main))
-    paths = [p for p, _raw in _preflight._read_tree(str(main))]
+    paths = [p for p, _raw in sandbox.read_tree(str(main))]
     assert paths == [str(main), str(d / 'a.toml'), str(d / 'b.toml'), str(d / 'c.toml')]
 
 
@@ -385,7 +385,7 @@ def test_a_broken_import_is_still_copied_and_does_not_stop_the_rest(tmp_path):
     (d / 'ok.toml').write_text('version = 2\n')
     main = d / 'config.toml'
     main.write_text('version = 2\nimports = ["%s", "%s"]\n' % (d / 'bad.toml', d / 'ok.toml'))
-    tree = _preflight._read_tree(str(main))
+    tree = sandbox.read_tree(str(main))
     assert [p for p, _raw in tree] == [str(main), str(d / 'bad.toml'), str(d / 'ok.toml')]
     assert tree[1][1] == b'version = = 2\n'
 
@@ -395,20 +395,20 @@ def test_the_candidate_is_read_in_place_of_the_main_file_only(tmp_path):
     real.write_text('version = 2\nimports = ["%s"]\n' % real)  # nvidia-ctk's self-import
     cand = tmp_path / 'cand.toml'
     cand.write_text('version = 2\n# candidate\n')
-    tree = _preflight._read_tree(str(real), content_from=str(cand))
+    tree = sandbox.read_tree(str(real), content_from=str(cand))
     assert tree == [(str(real), b'version = 2\n# candidate\n')]
 
 
 def test_an_unreadable_main_file_is_an_error(tmp_path):
     with pytest.raises(IOError):
-        _preflight._read_tree(str(tmp_path / 'none.toml'))
+        sandbox.read_tree(str(tmp_path / 'none.toml'))
 
 
 def test_an_absolute_glob_is_not_looked_up_again_under_root(tmp_path):
     (tmp_path / '10.toml').write_text('')
-    assert _preflight._expand(str(tmp_path / '*.toml'), '/etc/containerd/config.toml') == [str(tmp_path / '10.toml')]
+    assert sandbox.expand_entry(str(tmp_path / '*.toml'), '/etc/containerd/config.toml') == [str(tmp_path / '10.toml')]
     # a relative plain file is taken against the importing file only
-    assert _preflight._expand('x.toml', '/etc/containerd/config.toml') == ['/etc/containerd/x.toml']
+    assert sandbox.expand_entry('x.toml', '/etc/containerd/config.toml') == ['/etc/containerd/x.toml']
 
 
 def test_a_relative_glob_is_also_looked_up_from_the_root_folder(tmp_path):
@@ -418,6 +418,6 @@ def test_a_relative_glob_is_also_looked_up_from_the_root_folder(tmp_path):
     (sub / '10.toml').write_text('')
     (sub / '20.toml').write_text('')
     entry = str(sub).lstrip('/') + '/*.toml'
-    assert _preflight._expand(entry, '/etc/containerd/config.toml') == [str(sub / '10.toml'), str(sub / '20.toml')]
+    assert sandbox.expand_entry(entry, '/etc/containerd/config.toml') == [str(sub / '10.toml'), str(sub / '20.toml')]
     # imported from / itself both readings are the same files: each is listed once
-    assert _preflight._expand(entry, '/config.toml') == [str(sub / '10.toml'), str(sub / '20.toml')]
+    assert sandbox.expand_entry(entry, '/config.toml') == [str(sub / '10.toml'), str(sub / '20.toml')]

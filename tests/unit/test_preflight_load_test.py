@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import containerd_log, process, sandbox
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import (
     CRI_V2,
     CRI_V3_IMAGES,
@@ -268,7 +269,7 @@ def test_an_unexpected_error_mid_run_still_ends_the_daemon(node, monkeypatch):
     """Whatever goes wrong after the start, the daemon (and its namespace) does not outlive the call."""
     def broken(out):
         raise RuntimeError('unexpected ctr output')
-    monkeypatch.setattr(_preflight, 'parse_ctr_plugins', broken)
+    monkeypatch.setattr(containerd_log, 'parse_ctr_plugins', broken)
     node.daemon(log=[])
     with pytest.raises(RuntimeError):
         node.test(ctr=node.ctr(ctr_table([(CRI_V2, 'ok')])))
@@ -443,7 +444,7 @@ def test_a_file_it_cannot_parse_that_containerd_accepts_cannot_be_tested(node, r
 def test_a_config_that_cannot_be_read_cannot_be_tested(node, monkeypatch):
     def unreadable(path, content_from=None):
         raise IOError(5, 'Input/output error')
-    monkeypatch.setattr(_preflight, '_read_tree', unreadable)
+    monkeypatch.setattr(sandbox, 'read_tree', unreadable)
     res = node.test()
     assert res.status == 'cannot_run'
     assert res.errors == ['%s: the containerd load test cannot run: cannot read it (Input/output error)' % node.config]
@@ -459,8 +460,8 @@ def test_a_binary_whose_version_cannot_be_read_cannot_be_tested(node):
 
 
 def test_a_node_without_unshare_cannot_run_it(node, monkeypatch):
-    real = _preflight._which
-    monkeypatch.setattr(_preflight, '_which', lambda name, *a, **kw: None if name in ('unshare', 'mount')
+    real = process.which
+    monkeypatch.setattr(process, 'which', lambda name, *a, **kw: None if name in ('unshare', 'mount')
                         else real(name, *a, **kw))
     res = node.test()
     assert res.status == 'cannot_run'
@@ -474,8 +475,8 @@ def test_a_failed_namespace_setup_is_cannot_run_with_its_reason(node, monkeypatc
     bad.mkdir()
     (bad / 'mkdir').write_text('#!/bin/sh\nexit 1\n')
     (bad / 'mkdir').chmod(0o755)
-    real = _preflight._which
-    monkeypatch.setattr(_preflight, '_which', lambda name, *a, **kw: str(bad / 'mkdir') if name == 'mkdir'
+    real = process.which
+    monkeypatch.setattr(process, 'which', lambda name, *a, **kw: str(bad / 'mkdir') if name == 'mkdir'
                         else real(name, *a, **kw))
     res = node.test()
     assert res.status == 'cannot_run'
@@ -493,8 +494,8 @@ def test_an_unshare_that_fails_is_cannot_run_in_its_words(node, monkeypatch, tmp
     fake = tmp_path / 'unshare'
     fake.write_text('#!/bin/sh\n[ "$1" = --help ] && exit 0\n%s\nexit 1\n' % says)
     fake.chmod(0o755)
-    real = _preflight._which
-    monkeypatch.setattr(_preflight, '_which', lambda name, *a, **kw: str(fake) if name == 'unshare'
+    real = process.which
+    monkeypatch.setattr(process, 'which', lambda name, *a, **kw: str(fake) if name == 'unshare'
                         else real(name, *a, **kw))
     res = node.test()
     assert res.status == 'cannot_run'

@@ -6,13 +6,16 @@ plugins per version, and the one-line message the modules show."""
 import json
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import containerd_log, process
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.containerd_log import (
+    parse_ctr_plugins,
+    parse_log,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,
     LoadResult,
-    parse_ctr_plugins,
-    parse_log,
     required_for,
 )
 
@@ -62,10 +65,10 @@ def test_a_fresh_result_is_not_a_pass_and_shows_its_fields():
 
 def test_last_lines_keeps_the_end_of_a_long_log():
     text = '\n'.join('line %d' % i for i in range(1, 6)) + '\n\n   \n' + 'x' * 500 + '\n'
-    assert _preflight._last_lines(text) == 'line 4 | line 5 | ' + 'x' * 400
-    assert _preflight._last_lines('  only  \n') == 'only'
-    assert _preflight._last_lines(None) == ''
-    assert _preflight._last_lines('a\nb\nc', 2) == 'b | c'
+    assert process.last_lines(text) == 'line 4 | line 5 | ' + 'x' * 400
+    assert process.last_lines('  only  \n') == 'only'
+    assert process.last_lines(None) == ''
+    assert process.last_lines('a\nb\nc', 2) == 'b | c'
 
 
 # ---------------------------------------------------------------- ctr plugins ls
@@ -144,7 +147,7 @@ def test_a_failure_is_not_undone_by_a_later_loading_line():
 
 def test_a_log_value_json_cannot_read_is_kept_as_written():
     """Go quotes a control byte as \\x1b, which is no JSON escape: the text between the quotes is kept."""
-    fields = _preflight._logfmt(r'time="t" level=warning msg="failed to load plugin" error="bad \x1b[0m" id=a.b')
+    fields = containerd_log.logfmt(r'time="t" level=warning msg="failed to load plugin" error="bad \x1b[0m" id=a.b')
     assert fields['error'] == r'bad \x1b[0m'
     assert fields['id'] == 'a.b' and fields['level'] == 'warning'
     plugins, errors, _b, _f = parse_log(r'time="t" level=warning msg="failed to load plugin" error="bad \x1b" id=a.b')

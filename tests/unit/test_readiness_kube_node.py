@@ -191,7 +191,7 @@ def test_kubectl_must_be_an_executable_absolute_path(env, monkeypatch):
     plain.write_text('')
     assert kube.kubernetes(str(plain), [env['conf']], 'n1', [], 0) == not_found        # not executable
     assert kube.kubernetes('kubectl', [env['conf']], 'n1', [], 0) == not_found        # not a path
-    monkeypatch.setattr(kube, '_which', lambda name, extra=(): env['kubectl'] if name == 'kubectl' else None)
+    monkeypatch.setattr(kube, 'which', lambda name, extra=(): env['kubectl'] if name == 'kubectl' else None)
     env['use'](Kubectl([node_json()]))
     res = kube.kubernetes(None, [env['conf']], 'n1', [], 0)                            # found in PATH
     assert res['ran'] and res['ready']

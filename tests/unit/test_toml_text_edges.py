@@ -15,7 +15,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_te
     TomlLayoutError,
     TomlText,
     _parse_key,
-    _skip_string,
+    skip_string,
     scan,
 )
 
@@ -53,7 +53,7 @@ def test_each_array_of_tables_element_has_its_own_path():
     ("'''a\\''' = 1", 8),            # no escapes in literal strings
 ])
 def test_a_multi_line_string_ends_where_toml_says(text, end):
-    assert _skip_string(text, 0) == end
+    assert skip_string(text, 0) == end
 
 
 # ------------------------------------------------------------------ line ends

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
-    _describe_lost,
+    describe_lost,
     check_tree,
     load_tree,
     refuse_unreadable_version,
@@ -62,11 +62,11 @@ def test_a_replacing_import_names_every_runtime_option_and_cri_key_it_would_drop
     imported = {'containerd': {'runtimes': {'runc': {'runtime_type': 'io.containerd.runc.v2',
                                                      'options': {'Root': '/r'}}}},
                 'sandbox_image': 'pause:3.10'}
-    assert _describe_lost(main, imported, CRI) == [
+    assert describe_lost(main, imported, CRI) == [
         'runtimes.runc.options.SystemdCgroup', "runtime 'nvidia'", 'enable_cdi', 'containerd.snapshotter',
         'containerd.default_runtime_name']
     # another plugin's table: its keys, nothing about runtimes
-    assert _describe_lost({'a': 1, 'b': 2, 'containerd': {'x': 1}}, {'a': 1}, None) == ['b', 'containerd']
+    assert describe_lost({'a': 1, 'b': 2, 'containerd': {'x': 1}}, {'a': 1}, None) == ['b', 'containerd']
 
 
 def test_an_import_that_is_not_utf8_is_a_problem_and_the_next_file_is_still_read(tmp_path):

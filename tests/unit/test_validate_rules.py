@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
-    _describe_lost,
+    describe_lost,
     check_tree,
     containerd_version,
     file_version,
@@ -141,8 +141,8 @@ def test_a_drop_in_of_an_unknown_version_is_skipped_and_the_later_ones_still_cou
 # ------------------------------------------------------------------ what a replacing import loses (1.x)
 def test_a_replacing_import_names_the_runtimes_it_drops_but_not_the_runtimes_table_itself():
     main = {'containerd': {'snapshotter': 'overlayfs', 'runtimes': {'runc': {}}}}
-    assert _describe_lost(main, {'containerd': {}}, CRI) == ["runtime 'runc'", 'containerd.snapshotter']
-    assert _describe_lost(main, {'containerd': {'snapshotter': 'native', 'runtimes': {'runc': {}}}}, CRI) == []
+    assert describe_lost(main, {'containerd': {}}, CRI) == ["runtime 'runc'", 'containerd.snapshotter']
+    assert describe_lost(main, {'containerd': {'snapshotter': 'native', 'runtimes': {'runc': {}}}}, CRI) == []
 
 
 def test_a_drop_in_plugin_table_the_main_file_lacks_or_that_is_no_table_loses_nothing(tmp_path):

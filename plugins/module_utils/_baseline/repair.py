@@ -23,7 +23,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.dri
     same_tree,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigDocument, ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ownership import _edit, dotted
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ownership import recorded_edit, dotted
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import set_in
 
 
@@ -34,9 +34,9 @@ def _is_inline(toml, path):
 
 def _remove(doc, path, value):
     if isinstance(value, dict) and not _is_inline(doc.toml, path):
-        _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path)
+        recorded_edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path)
     else:
-        _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_value, path)
+        recorded_edit(doc, 'delete %s' % dotted(path), doc.toml.delete_value, path)
 
 
 def _section_block(src, path, flat=False):
@@ -90,7 +90,7 @@ def _add_rendered(doc, path, table):
     scalars = [(k, v) for k, v in table.items() if not isinstance(v, dict)]
     subs = [(k, v) for k, v in table.items() if isinstance(v, dict)]
     if scalars or not subs:
-        _edit(doc, 'add %s' % dotted(path), doc.toml.add_section, path, scalars)
+        recorded_edit(doc, 'add %s' % dotted(path), doc.toml.add_section, path, scalars)
     for k, v in subs:
         _add_rendered(doc, path + (k,), v)
 
@@ -101,16 +101,16 @@ def _add(doc, src, path, value):
         if block is None:
             _add_rendered(doc, path, value)
             return
-        _edit(doc, 'add %s' % dotted(path), doc.toml._insert_block, path, block)
+        recorded_edit(doc, 'add %s' % dotted(path), doc.toml._insert_block, path, block)
         set_in(doc.toml.data, path, copy.deepcopy(value))
         return
     if doc.toml.get(path) is None and _put_line_back(doc, src, path, value):
         return
     raw = src.toml.raw_value(path)
     if raw is not None:
-        _edit(doc, 'set %s' % dotted(path), doc.toml.restore_raw, path, raw)
+        recorded_edit(doc, 'set %s' % dotted(path), doc.toml.restore_raw, path, raw)
     else:
-        _edit(doc, 'set %s' % dotted(path), doc.toml.set_value, path, value)
+        recorded_edit(doc, 'set %s' % dotted(path), doc.toml.set_value, path, value)
 
 
 def _put_line_back(doc, src, path, value):
@@ -122,7 +122,7 @@ def _put_line_back(doc, src, path, value):
                 if e.kind == 'keyval' and tuple(e.table) == path[:-1] and e.nkey == 1]
     at = siblings.index(path[-1])
     neighbours = [(k, 'after') for k in reversed(siblings[:at])] + [(k, 'before') for k in siblings[at + 1:]]
-    return _edit(doc, 'set %s' % dotted(path), doc.toml.insert_key_line, path,
+    return recorded_edit(doc, 'set %s' % dotted(path), doc.toml.insert_key_line, path,
                  src.toml.text[line.start:line.end], value, neighbours)
 
 

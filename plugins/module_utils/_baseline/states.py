@@ -63,9 +63,9 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effecti
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     Checked,
     Context,
-    _file_args,
-    _stat_owner,
-    _target_path,
+    file_args,
+    stat_owner,
+    target_path,
     check_builtin,
     check_with_containerd,
     json_safe,
@@ -125,7 +125,7 @@ def _config_lock(module, path):
     return lock_or_fail(path, module.params['lock_timeout'])
 
 
-def _require(store, baseline, path):
+def require_baseline(store, baseline, path):
     if baseline is None:
         raise ConfigError('there is no baseline %r in %s. Fix: take one first with state: snapshot.'
                           % (store.name, store.root), key='name')
@@ -135,7 +135,7 @@ def _require(store, baseline, path):
                           key='name')
 
 
-def _protect(params):
+def protected_keys(params):
     """The protect list: the default when not given; an empty list protects nothing."""
     return list(DEFAULT_PROTECT) if params.get('protect') is None else list(params['protect'])
 
@@ -195,7 +195,7 @@ def _view(path, data, ctx):
 
 def _snapshot_protect(params):
     """The keys whose effective values a snapshot records: the protect list and the default ones."""
-    keys = _protect(params)
+    keys = protected_keys(params)
     return keys + [k for k in DEFAULT_PROTECT if k not in keys]
 
 
@@ -226,7 +226,7 @@ def baseline_records(baseline, path, protect, ctx):
     return [stored.get(k) or computed[k] for k in protect if k in stored or k in computed]
 
 
-def _in_effect_note(entries, records, path):
+def in_effect_note(entries, records, path):
     """Mark each config.toml protected-drift entry: is config.toml's value the one containerd runs?"""
     by_key = dict((r['key'], r) for r in records)
     for e in entries:
@@ -245,7 +245,7 @@ def do_snapshot(module, store, path):
     params = module.params
     baseline = store.load()
     if baseline is not None and baseline.manifest.get('config') != path:
-        _require(store, baseline, path)
+        require_baseline(store, baseline, path)
     result = dict(changed=False)
     if baseline is not None and not params['overwrite']:
         result.update(_info(store, baseline))
@@ -380,7 +380,7 @@ class Comparison(object):
                                                base_layout, main.data, self.layout)
 
 
-def _effective_now(module, ctx, baseline, path, data, protect, judged=None):
+def effective_now(module, ctx, baseline, path, data, protect, judged=None):
     """(records now, effective drift from the baseline, the view) of the tree whose main data is given."""
     view = _view(path, data, ctx)
     records = effective_records(view, protect, judged.dump if judged is not None else None)
@@ -394,10 +394,10 @@ def _effective_now(module, ctx, baseline, path, data, protect, judged=None):
 def do_check(module, store, path, load_test=None, ctx=None):
     params = module.params
     baseline = store.load()
-    _require(store, baseline, path)
+    require_baseline(store, baseline, path)
     result = dict(changed=False)
     result.update(_info(store, baseline))
-    protect = _protect(params)
+    protect = protected_keys(params)
     cmp = Comparison(baseline, path, protect)
     name = 'baseline %r (taken %s)' % (store.name, baseline.manifest.get('created'))
     result.update(drift=cmp.drift, protected_drift=cmp.protected_drift)
@@ -416,8 +416,8 @@ def do_check(module, store, path, load_test=None, ctx=None):
     _warn_unjudged(module, path, judged.as_dict())
     _warn_self_import(module, path, cmp.main.data, ctx)
     problems = judged.problems + cmp.tree.problems
-    records, edrift, _view_now = _effective_now(module, ctx, baseline, path, cmp.main.data, protect, judged)
-    _in_effect_note(cmp.protected_drift, records, path)
+    records, edrift, _view_now = effective_now(module, ctx, baseline, path, cmp.main.data, protect, judged)
+    in_effect_note(cmp.protected_drift, records, path)
     result.update(drifted=has_drift(cmp.drift), problems=problems, effective=records, effective_drift=edrift,
                   validated=judged.as_dict(),
                   protect=[dict(key=k, path=dotted(resolve_protect(cmp.layout, k))) for k in protect])
@@ -444,18 +444,18 @@ def do_check(module, store, path, load_test=None, ctx=None):
 
 def do_restore(module, store, path):
     baseline = store.load()
-    _require(store, baseline, path)
-    target = _target_path(module, path)
+    require_baseline(store, baseline, path)
+    target = target_path(module, path)
     ctx = Context(module, target)
     recorded = record_attrs(baseline.config_record).mode if baseline.config_record is not None else None
-    uid, gid, mode = _stat_owner(module, module.params, base_mode=recorded)
+    uid, gid, mode = stat_owner(module, module.params, base_mode=recorded)
     result = dict(changed=False)
     result.update(_info(store, baseline))
-    protect = _protect(module.params)
+    protect = protected_keys(module.params)
     cmp = Comparison(baseline, path, protect)
     result.update(drift=cmp.drift, protected_drift=cmp.protected_drift)
     if cmp.main is not None and cmp.main.data is not None and cmp.error is None:
-        result['effective_drift'] = _effective_now(module, ctx, baseline, path, cmp.main.data, protect)[1]
+        result['effective_drift'] = effective_now(module, ctx, baseline, path, cmp.main.data, protect)[1]
     try:
         result.update(restore(module, ctx, baseline, path, target, (mode, uid, gid)))
         _warn_unjudged(module, path, result.get('validated'))
@@ -463,7 +463,7 @@ def do_restore(module, store, path):
         for w in ctx.warnings:
             module.warn(w)
     if os.path.exists(target):   # in check mode it only says what it would change
-        if module.set_fs_attributes_if_different(_file_args(module, target), False):
+        if module.set_fs_attributes_if_different(file_args(module, target), False):
             result['changed'] = True
     return result
 
@@ -605,7 +605,7 @@ def _diffs(results):
 def do_repair(module, store, path):
     params = module.params
     baseline = store.load()
-    _require(store, baseline, path)
+    require_baseline(store, baseline, path)
     info = _info(store, baseline)
     rec = baseline.config_record
     if rec is None:
@@ -617,7 +617,7 @@ def do_repair(module, store, path):
     except ConfigError as exc:
         raise ConfigError('the copy of %s in baseline %r cannot be read as a config: %s' % (path, store.name, exc),
                           key='name')
-    protect = _protect(params)
+    protect = protected_keys(params)
     for key in protect:
         resolve_protect(base_doc.layout, key)   # bad entries fail before anything is read
     ctx = Context(module, path)
@@ -648,7 +648,7 @@ def do_repair(module, store, path):
     judged = None
     if not module.check_mode and params.get('validate') != 'none':
         judged = judge(ctx, path, main_data, params.get('validate'), None)
-    records, drift, view = _effective_now(module, ctx, baseline, path, main_data, protect, judged)
+    records, drift, view = effective_now(module, ctx, baseline, path, main_data, protect, judged)
     targets, not_here = _plan_dropins(view, drift, path, params['edit_in'])
     left.extend(not_here)
     for dropin in sorted(targets):
@@ -683,7 +683,7 @@ def do_repair(module, store, path):
         now = ConfigDocument(path, read_bytes(path).decode('utf-8')).data
         judged = judge(ctx, path, now, params.get('validate'), None) \
             if params.get('validate') != 'none' else None
-        records, drift, _v = _effective_now(module, ctx, baseline, path, now, protect, judged)
+        records, drift, _v = effective_now(module, ctx, baseline, path, now, protect, judged)
     left_keys = set(x['key'] for x in left)
     for d in drift:
         if d['key'] not in left_keys:

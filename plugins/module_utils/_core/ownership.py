@@ -26,7 +26,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_
 dotted = dotted_path
 
 
-def _edit(doc, what, func, *args):
+def recorded_edit(doc, what, func, *args):
     try:
         return func(*args)
     except TomlLayoutError as exc:
@@ -68,7 +68,7 @@ def set_owned(doc, ledger, owner, resource, path, value, own_table=False):
             held[0]['value'] = raw
         return False
     since = len(doc.toml.created_sections)
-    prior = _edit(doc, 'set %s' % dotted(path), doc.toml.set_value, path, value)
+    prior = recorded_edit(doc, 'set %s' % dotted(path), doc.toml.set_value, path, value)
     if not own_table:
         _note_hand_edit(ledger, owner, resource, path, prior)
         ledger.record_key(owner, resource, path, prior, doc.toml.raw_value(path))
@@ -125,7 +125,7 @@ def release(doc, ledger, owner, resource, warn, path=None):
             summary['kept_keys'].append(dotted(path))
             _superseded(ledger, path, current_raw)
             continue
-        _edit(doc, 'restore %s' % dotted(path), doc.toml.restore_raw, path, prior)
+        recorded_edit(doc, 'restore %s' % dotted(path), doc.toml.restore_raw, path, prior)
         summary['restored_keys'].append(dotted(path))
     for rec in [r for r in records if r['kind'] == 'table']:
         path = tuple(rec['path'])
@@ -135,7 +135,7 @@ def release(doc, ledger, owner, resource, warn, path=None):
         for r in others:
             warn('%s: %s changed %s inside %s, which %s created and now removes'
                  % (doc.path, r['owner'], dotted(r['path']), dotted(path), owner))
-        if _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path):
+        if recorded_edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path):
             summary['deleted_tables'].append(dotted(path))
         ledger.drop_under(path)
     for rec in [r for r in records if r['kind'] == 'builtin']:
@@ -143,7 +143,7 @@ def release(doc, ledger, owner, resource, warn, path=None):
     for rec in [r for r in records if r['kind'] == 'section']:
         path = tuple(rec['path'])
         ledger.remove(rec)
-        if _edit(doc, 'remove %s' % dotted(path), doc.toml.remove_empty_section, path):
+        if recorded_edit(doc, 'remove %s' % dotted(path), doc.toml.remove_empty_section, path):
             summary['deleted_tables'].append(dotted(path))
             continue
         # still holds another owner's keys: that owner removes it later
@@ -161,7 +161,7 @@ def _release_builtin(doc, ledger, rec, summary):
     ledger.remove(rec)
     siblings = [n for n in (doc.toml.get(path[:-1]) or {}) if n != path[-1]]
     if not siblings:
-        if doc.toml.get(path) is not None and _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path):
+        if doc.toml.get(path) is not None and recorded_edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path):
             summary['deleted_tables'].append(dotted(path))
         return
     # other runtimes still need it: the newest of their owners inherits it

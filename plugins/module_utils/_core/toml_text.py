@@ -129,7 +129,7 @@ def _parse_key(text, pos):
         return tuple(parts), tuple(raws), pos
 
 
-def _skip_string(text, pos):
+def skip_string(text, pos):
     """pos is at a quote; return the offset after the closing quote."""
     if text.startswith('"""', pos) or text.startswith("'''", pos):
         delim = text[pos:pos + 3]
@@ -177,7 +177,7 @@ def _skip_value(text, pos):
     while i < n:
         c = text[i]
         if c in '"\'':
-            i = _skip_string(text, i)
+            i = skip_string(text, i)
             if depth == 0:
                 return i
             continue

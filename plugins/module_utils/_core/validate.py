@@ -105,7 +105,7 @@ def replaces_plugin_tables(containerd_ver, config_version):
     return config_version < 3
 
 
-def _describe_lost(main_table, import_table, cri_id):
+def describe_lost(main_table, import_table, cri_id):
     """What the main file's plugin table has that the import's lacks."""
     lost = []
     if cri_id is not None:
@@ -504,7 +504,7 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
             for plugin_id, table in (data.get('plugins') or {}).items():
                 # only the last file that defines the table decides what containerd runs
                 if plugin_id in main_plugins and isinstance(table, dict) and last_table.get(plugin_id) == index:
-                    lost = _describe_lost(main_plugins[plugin_id], table,
+                    lost = describe_lost(main_plugins[plugin_id], table,
                                           plugin_id if plugin_id == layout.cri_plugin else None)
                     if lost:
                         errors.append(

@@ -219,7 +219,7 @@ def note_tree_secrets(path):
         secrets.note_data(data)
 
 
-def _target_path(module, path):
+def target_path(module, path):
     """The file to write: refuse to write through a link unless follow is set."""
     if os.path.islink(path):
         target = os.path.realpath(path)
@@ -269,7 +269,7 @@ def _decode(path, raw):
                           key=None)
 
 
-def _stat_owner(module, params, base_mode=None):
+def stat_owner(module, params, base_mode=None):
     """uid/gid/mode wanted for the file, from the file options.
 
     A symbolic mode (u+x) needs a mode to apply to: base_mode, the mode the
@@ -319,7 +319,7 @@ def _lookup_gid(module, name):
             module.fail_json(msg='group: no such group %r' % name)
 
 
-def _file_args(module, path):
+def file_args(module, path):
     """File attributes wanted, as ansible.builtin.file takes them.
 
     ``owner`` names the ledger owner in this collection, so the Unix owner
@@ -392,7 +392,7 @@ def _read_config(module, ctx, path, main_version=None):
         if refused:
             raise ConfigError(refused + ' Nothing was written.', key='path')
     # a drop-in that is a link: refused unless follow (config.toml was resolved by open() already)
-    write_path = path if is_main else _target_path(module, path)
+    write_path = path if is_main else target_path(module, path)
     ledger = Ledger.load(params['state_dir'], write_path)
     note = ledger.recover(sha256_bytes(original or b''), file_identity(path))
     if note:
@@ -845,7 +845,7 @@ class EditTransaction(Transaction):
         """Lock config.toml, read and parse it, load its ledger (recovering a crashed run's)."""
         module, params = self.module, self.module.params
         if not self.opened:
-            self.path = path = _target_path(module, os.path.abspath(params['path']))
+            self.path = path = target_path(module, os.path.abspath(params['path']))
             folder = os.path.dirname(path)
             self.ctx.path = path
             if not os.path.isdir(folder):
@@ -931,7 +931,7 @@ class EditTransaction(Transaction):
                              allow_plugin_override=self.allow_plugin_override)
         for warning in check_warnings(self.path, None, ctx.containerd_version, files=self.view.files):
             ctx.warn(warning)
-        uid, gid, mode = _stat_owner(module, params) if target is main else (None, None, None)
+        uid, gid, mode = stat_owner(module, params) if target is main else (None, None, None)
         self.tmp = self.temp(target.write_path, target.new_bytes, mode=mode, uid=uid, gid=gid)
         # an import of a file being replaced (a self-import: nvidia-ctk 1.17.8) names its candidate
         candidate = copies_for_containerd(
@@ -997,7 +997,7 @@ class EditTransaction(Transaction):
                                  lambda: target.ledger.save(sha256_bytes(target.new_bytes)), target.ledger.path):
             return False
         self.result['_wrote'] = True
-        self.result['changed'] = module.set_fs_attributes_if_different(_file_args(module, target.path), True) \
+        self.result['changed'] = module.set_fs_attributes_if_different(file_args(module, target.path), True) \
             if target is main else True
         return True
 
@@ -1247,7 +1247,7 @@ def _transaction(module, ctx, txn):
         path = txn.path
         if not result['changed'] and os.path.exists(path):
             # mode/owner-only changes; the call itself honours check mode
-            result['changed'] = module.set_fs_attributes_if_different(_file_args(module, path), False)
+            result['changed'] = module.set_fs_attributes_if_different(file_args(module, path), False)
     except SplitEdit:
         # before any write (the first step's build); its parts start afresh
         ctx.warnings = []

@@ -30,12 +30,12 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import (
     TomlLayoutError,
-    _skip_string,
+    skip_string,
     dotted_path,
     render_value,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
-    _describe_lost,
+    describe_lost,
     is_glob,
     load_tree,
     reads_v3,
@@ -101,7 +101,7 @@ def _elements(raw):
             return out
         if raw[pos] not in '"\'':
             raise TomlLayoutError('imports holds a value that is not a string at offset %d' % pos)
-        vend = _skip_string(raw, pos)
+        vend = skip_string(raw, pos)
         after = _skip_blank(raw, vend)
         comma = None
         if after < len(raw) and raw[after] == ',':
@@ -366,7 +366,7 @@ def plugin_overrides(doc, entry, containerd_ver, pending=None):
             main = main_plugins.get(plugin_id)
             if isinstance(main, dict) and isinstance(table, dict):
                 cri = plugin_id if plugin_id == doc.layout.cri_plugin else None
-                lost = _describe_lost(main, table, cri)
+                lost = describe_lost(main, table, cri)
                 if lost:
                     out.append((path, plugin_id, lost))
     return out

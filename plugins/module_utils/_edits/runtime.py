@@ -17,7 +17,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validat
     replaces_plugin_tables,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ownership import (
-    _edit,
+    recorded_edit,
     check_batch_entries,
     dotted,
     record_new_sections,
@@ -185,7 +185,7 @@ def _keep_builtin_runc(doc, ledger, ctx, owner, resource):
     if (doc.default_runtime() or 'runc') != 'runc':
         return
     runc = doc.layout.runtime('runc')
-    _edit(doc, 'add runtime runc', doc.toml.add_section, runc, [('runtime_type', DEFAULT_RUNTIME_TYPE)])
+    recorded_edit(doc, 'add runtime runc', doc.toml.add_section, runc, [('runtime_type', DEFAULT_RUNTIME_TYPE)])
     ledger.add({'owner': owner, 'resource': resource, 'kind': 'builtin', 'path': runc})
 
 
@@ -217,9 +217,9 @@ def runtime_present(doc, ledger, ctx, params):
         source = _inherit_source(doc, params, ctx)
         since = len(doc.toml.created_sections)
         if source:
-            _edit(doc, 'copy runtime %s' % source, doc.toml.copy_table, doc.layout.runtime(source), path)
+            recorded_edit(doc, 'copy runtime %s' % source, doc.toml.copy_table, doc.layout.runtime(source), path)
         else:
-            _edit(doc, 'add runtime %s' % name, doc.toml.add_section, path,
+            recorded_edit(doc, 'add runtime %s' % name, doc.toml.add_section, path,
                   [('runtime_type', params.get('runtime_type') or DEFAULT_RUNTIME_TYPE)])
         # parent sections (e.g. [...containerd.runtimes]) made on the way
         doc.toml.created_sections = [p for p in doc.toml.created_sections if p[:len(path)] != path]
@@ -254,7 +254,7 @@ def _drop_default(doc, ledger, default_path):
     """Forced removal of the default runtime: the oldest recorded default comes back, else none is set."""
     stack = ledger.key_stack(default_path)
     prior = stack[0]['prior'] if stack else None
-    _edit(doc, 'restore %s' % dotted(default_path), doc.toml.restore_raw, default_path, prior)
+    recorded_edit(doc, 'restore %s' % dotted(default_path), doc.toml.restore_raw, default_path, prior)
     for rec in stack:
         ledger.remove(rec)
 
@@ -304,7 +304,7 @@ def runtime_absent(doc, ledger, ctx, params):
                           % (doc.path, name, owner, ', '.join(created_by)), key=dotted(path))
     if doc.default_runtime() == name:
         _drop_default(doc, ledger, default_path)
-    _edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path)
+    recorded_edit(doc, 'delete %s' % dotted(path), doc.toml.delete_table, path)
     for rec in ledger.select(kind='table', path=path):
         ledger.remove(rec)
     ledger.drop_under(path)

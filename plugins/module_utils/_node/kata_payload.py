@@ -42,7 +42,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic 
     read_bytes,
     remove_quietly,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import _which
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.process import which
 
 FORMAT = 1
 CHUNK = 1 << 20
@@ -72,7 +72,7 @@ def tarfile_reads_zstd():
 
 def find_zstd():
     """The zstd program in PATH, or None (an empty PATH entry is not the working folder: nothing runs from there)."""
-    return _which('zstd', extra=())
+    return which('zstd', extra=())
 
 
 def zstd_opener(archive):

@@ -88,17 +88,17 @@ class InfoError(Exception):
         self.facts = facts
 
 
-class _RecordingContext(Context):
+class RecordingContext(Context):
     """The engine's Context; each command runs once and its output is kept (the --version text)."""
 
     def __init__(self, module, path):
-        super(_RecordingContext, self).__init__(module, path)
+        super(RecordingContext, self).__init__(module, path)
         self.outputs = {}
 
     def run_command(self, cmd):
         key = tuple(cmd)
         if key not in self.outputs:
-            self.outputs[key] = super(_RecordingContext, self).run_command(cmd)
+            self.outputs[key] = super(RecordingContext, self).run_command(cmd)
         return self.outputs[key]
 
 
@@ -422,16 +422,16 @@ def drift_facts(module, ctx, path, data, dump):
     from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import Store
     from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.states import (
         Comparison,
-        _effective_now,
-        _in_effect_note,
-        _protect,
-        _require,
+        effective_now,
+        in_effect_note,
+        protected_keys,
+        require_baseline,
     )
     params = module.params
     store = Store(params['baseline_store'], params['baseline'])
     baseline = store.load()
-    _require(store, baseline, path)
-    protect = _protect(dict(protect=params.get('protect')))
+    require_baseline(store, baseline, path)
+    protect = protected_keys(dict(protect=params.get('protect')))
     cmp = Comparison(baseline, path, protect)
     out = dict(baseline=store.folder, snapshot=baseline.folder, created=baseline.manifest.get('created'),
                protect=protect, tree=cmp.drift, protected_drift=cmp.protected_drift, effective=None,
@@ -444,8 +444,8 @@ def drift_facts(module, ctx, path, data, dump):
         pass
     judged = _Dumped()
     judged.dump = dump
-    records, edrift, _view = _effective_now(module, ctx, baseline, path, data, protect, judged)
-    _in_effect_note(cmp.protected_drift, records, path)
+    records, edrift, _view = effective_now(module, ctx, baseline, path, data, protect, judged)
+    in_effect_note(cmp.protected_drift, records, path)
     out.update(effective=records, effective_drift=edrift,
                drifted=bool(has_drift(cmp.drift) or edrift or cmp.protected_drift))
     return out
@@ -507,7 +507,7 @@ def gather(module):
     """The facts containerd_info returns (a dict), or InfoError."""
     params = module.params
     path = os.path.abspath(params['path'])
-    ctx = _RecordingContext(module, path)
+    ctx = RecordingContext(module, path)
     containerd = containerd_facts(ctx)
     ver = ctx.containerd_version
     config, data, problems = read_main(path, ver)

@@ -11,7 +11,7 @@ import json
 import os
 import time
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import _which
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.process import which
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.service import run
 
 
@@ -36,7 +36,7 @@ def _static_pods(base, node, names):
 
 def kubernetes(kubectl, kubeconfigs, node_name, static_pods, timeout):
     """Node Ready and static pods, when kubectl and a kubeconfig exist ({ran: false, reason} otherwise)."""
-    kubectl = kubectl or _which('kubectl', extra=('/usr/bin', '/usr/local/bin', '/usr/sbin', '/usr/local/sbin',
+    kubectl = kubectl or which('kubectl', extra=('/usr/bin', '/usr/local/bin', '/usr/sbin', '/usr/local/sbin',
                                                   '/opt/bin'))
     if not (kubectl and os.path.isabs(kubectl) and os.access(kubectl, os.X_OK)):
         return dict(ran=False, reason='kubectl not found on the node')

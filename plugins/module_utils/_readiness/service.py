@@ -18,7 +18,8 @@ __metaclass__ = type
 import time
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.info import journal_entries
-from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import _run_bounded, required_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import required_for
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.process import run_bounded
 
 DEFAULT_ADDRESS = '/run/containerd/containerd.sock'
 WAIT_PROPS = ('ActiveState', 'SubState', 'Result', 'LoadState', 'NRestarts', 'ExecMainStartTimestampMonotonic',
@@ -27,7 +28,7 @@ WAIT_PROPS = ('ActiveState', 'SubState', 'Result', 'LoadState', 'NRestarts', 'Ex
 
 def run(argv, timeout=30):
     """(rc, stdout, stderr) of a command that may hang (ctr on a dead socket, kubectl): 124 after timeout."""
-    return _run_bounded(list(argv), timeout)
+    return run_bounded(list(argv), timeout)
 
 
 def systemd_show(unit, props):
