@@ -141,7 +141,7 @@ def role_seconds(work, c):
              'fleet_report_since': str(c['since']), 'fleet_report_dir': os.path.join(work, 'out'),
              'fleet_report_print': True}
     runs, noop = [], []
-    for _ in range(REPS):
+    for _rep in range(REPS):
         runs.append(playbook(work, 'role.yml', ROLE, dict(extra, noop=False), profile=True))
         noop.append(playbook(work, 'role.yml', ROLE, dict(extra, noop=True))[0])
     wall = statistics.median(r[0] for r in runs) - statistics.median(noop)
@@ -171,7 +171,7 @@ def templates_seconds(work, c, folder):
              'fleet_report_events_dir': c['events_dir'], 'fleet_report_since': str(c['since']),
              'fleet_report_service': c['service'], 'fleet_report_title': c['title'], '__fleet_report_info': c['info']}
     with_templates = playbook(work, 'old.yml', OLD, extra)[0]
-    empty = playbook(work, 'old.yml', OLD.split('    - name: Events')[0] + '    - name: Nothing\n'
+    empty = playbook(work, 'old.yml', OLD.split('    - name: Events', maxsplit=1)[0] + '    - name: Nothing\n'
                      '      ansible.builtin.debug:\n        msg: noop\n', extra)[0]
     return with_templates - empty
 
@@ -181,7 +181,7 @@ def measure(label, size, events, rows, folder):
     try:
         c = make_case(work, size, events)
         count = len(os.listdir(os.path.join(c['events_dir'], 'job_events')))
-        py = statistics.median(python_build(c) for _ in range(max(REPS, 5)))
+        py = statistics.median(python_build(c) for _rep in range(max(REPS, 5)))
         role, once, per_node = role_seconds(work, c)
         old = templates_seconds(work, c, folder) if folder else None
         row = {'case': label, 'nodes': size, 'event_files': count, 'python_s': round(py, 3),

@@ -43,7 +43,7 @@ def as_list(value, name):
     if value is None:
         return []
     if isinstance(value, (list, tuple)):
-        return [item for item in value]
+        return list(value)
     if isinstance(value, str):
         text = value.strip()
         if text.startswith('['):
