@@ -149,9 +149,13 @@ class Jobs(object):
                 stats = data
             elif str(ev.get("event", "")).startswith("runner_on_"):
                 tasks.append(dict(play=data.get("play"), host=data.get("host"), task=data.get("task")))
-            elif ev.get("event") in ("runner_item_on_ok", "runner_item_on_failed") and \
-                    str(data.get("task", "")).startswith("Ask each node readiness did not count"):
-                asked.append(data.get("res", {}).get("item"))   # the fleet report's containerd_info call
+                # the fleet report's containerd_info call, a task of each node of the play
+                if ev.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable") and \
+                        str(data.get("task", "")).startswith("Ask each node readiness did not count"):
+                    asked.append(data.get("host"))
+            elif ev.get("event") in ("runner_item_on_ok", "runner_item_on_failed", "runner_item_on_unreachable") and \
+                    str(data.get("task", "")).startswith("Ask the report's nodes outside this play"):
+                asked.append(data.get("res", {}).get("item"))   # and of the nodes out of the play, in a loop
         report = None
         path = os.path.join(artifacts, "nodeguard-fleet-report.json")
         if os.path.isfile(path):
