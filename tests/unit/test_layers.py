@@ -134,3 +134,11 @@ def test_module_imports_module_utils_only(name):
     found = imports_of(os.path.join(MODULES, name + '.py'))
     assert not [i for i in found if i[0] == 'modules'], '%s imports another module' % name
     assert all(rank_of(i[1], i[2]) is not None for i in found)
+@pytest.mark.parametrize('path', _plugin_files())
+def test_no_function_is_longer_than_the_limit(path):
+    with open(os.path.join(REPO, path)) as f:
+        tree = ast.parse(f.read(), path)
+    long_ones = ['%s (%d lines, line %d)' % (n.name, n.end_lineno - n.lineno + 1, n.lineno)
+                 for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long_ones, '%s: functions over %d lines: %s' % (path, MAX_FUNCTION_LINES, ', '.join(long_ones))

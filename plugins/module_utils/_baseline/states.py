@@ -261,16 +261,7 @@ def do_snapshot(module, store, path):
         tree = read_tree(path, params['include_imports'])
         main = tree.config
         problems = []
-        version = None
-        if main is not None:
-            if main.error:
-                raise ConfigError('%s. A baseline must be a config containerd can load, so no snapshot was taken. '
-                                  'Fix: repair the file first (or put back an older baseline with state: restore).'
-                                  % main.error, key='path')
-            doc = ConfigDocument(path, main.text)
-            version = doc.version
-            for key in protect:
-                resolve_protect(doc.layout, key)   # bad entries fail before anything is judged
+        version = _snapshot_version(main, path, protect)
         if baseline is not None and _same_snapshot(baseline, tree, params['include_imports']):
             result.update(_info(store, baseline))
             if not module.check_mode:
@@ -293,17 +284,8 @@ def do_snapshot(module, store, path):
                           effective=records, problems=problems,
                           validated=judged.as_dict() if judged is not None else None)
             return result
-        lpath = ledger_path_for(params['state_dir'], ledger_key(path))
-        ledger_raw = read_bytes(lpath)
+        ledger_raw, ledger_info = _ledger_of(params['state_dir'], path, main.sha256 if main is not None else None)
         now, stamp = utc_now()
-        config_sha = main.sha256 if main is not None else None
-        ledger_info = None
-        if ledger_raw is not None:
-            ledger_info = dict(path=lpath, sha256=sha256_bytes(ledger_raw))
-            try:
-                ledger_info['in_sync'] = json.loads(ledger_raw.decode('utf-8')).get('config_sha256') == config_sha
-            except ValueError:
-                ledger_info['in_sync'] = False
         ver = ctx.containerd_version
         effective = None
         if records is not None:
@@ -324,17 +306,50 @@ def do_snapshot(module, store, path):
     result.update(_info(store, baseline))
     result.update(changed=True, pruned=pruned, problems=manifest['problems'], missing_imports=tree.missing,
                   effective=records, validated=judged.as_dict() if judged is not None else None)
+    _warn_after_snapshot(module, store, path, main is None, manifest['problems'], judged)
+    return result
+
+
+def _snapshot_version(main, path, protect):
+    """The config version of the file to snapshot (None when it is missing); refuses a file that cannot be read
+    and bad protect entries before anything is judged."""
     if main is None:
+        return None
+    if main.error:
+        raise ConfigError('%s. A baseline must be a config containerd can load, so no snapshot was taken. '
+                          'Fix: repair the file first (or put back an older baseline with state: restore).'
+                          % main.error, key='path')
+    doc = ConfigDocument(path, main.text)
+    for key in protect:
+        resolve_protect(doc.layout, key)
+    return doc.version
+
+
+def _ledger_of(state_dir, path, config_sha):
+    """(the ledger's bytes or None, what the manifest says of it: path, sha256, in_sync with the config)."""
+    lpath = ledger_path_for(state_dir, ledger_key(path))
+    ledger_raw = read_bytes(lpath)
+    if ledger_raw is None:
+        return None, None
+    ledger_info = dict(path=lpath, sha256=sha256_bytes(ledger_raw))
+    try:
+        ledger_info['in_sync'] = json.loads(ledger_raw.decode('utf-8')).get('config_sha256') == config_sha
+    except ValueError:
+        ledger_info['in_sync'] = False
+    return ledger_raw, ledger_info
+
+
+def _warn_after_snapshot(module, store, path, missing, problems, judged):
+    if missing:
         module.warn('%s does not exist: baseline %r records that it was missing' % (path, store.name))
-    for p in manifest['problems']:
+    for p in problems:
         module.warn('baseline %r was taken of a config that would not load (allow_broken: true): %s'
                     % (store.name, p))
     if judged is not None:
         _warn_unjudged(module, path, judged.as_dict())
-    if judged is not None and not judged.dump and params.get('validate') != 'none':
+    if judged is not None and not judged.dump and module.params.get('validate') != 'none':
         module.warn('%s: the baseline holds no effective values from containerd itself (%s)'
                     % (path, '; '.join(judged.notes)))
-    return result
 
 
 def _stored_tree_files(baseline):
@@ -607,19 +622,7 @@ def do_repair(module, store, path):
     baseline = store.load()
     require_baseline(store, baseline, path)
     info = _info(store, baseline)
-    rec = baseline.config_record
-    if rec is None:
-        raise ConfigError('baseline %r recorded that %s did not exist when it was taken, so it has no keys to put '
-                          'back. Nothing was written.' % (store.name, path), key='name')
-    text = baseline.read(rec).decode('utf-8', 'replace')
-    try:
-        base_doc = ConfigDocument(path, text)
-    except ConfigError as exc:
-        raise ConfigError('the copy of %s in baseline %r cannot be read as a config: %s' % (path, store.name, exc),
-                          key='name')
-    protect = protected_keys(params)
-    for key in protect:
-        resolve_protect(base_doc.layout, key)   # bad entries fail before anything is read
+    base_doc, protect = _repair_source(store, baseline, path, params)
     ctx = Context(module, path)
     base_recs = baseline_records(baseline, path, protect, ctx)
     store.unlock()
@@ -652,38 +655,11 @@ def do_repair(module, store, path):
     targets, not_here = _plan_dropins(view, drift, path, params['edit_in'])
     left.extend(not_here)
     for dropin in sorted(targets):
-        second, failed = _transaction(module, _dropin_edit(module, baseline, path, targets[dropin], base_recs, state),
-                                      dropin)
-        if failed:
-            second['msg'] = ('%s was repaired as far as it goes (%s); the repair of %s, which decides %s, was '
-                             'refused: %s' % (path, ', '.join(r['key'] for r in repaired) or 'nothing to do there',
-                                              dropin, ', '.join(d['key'] for d in targets[dropin]), second.get('msg')))
-            second.update(restored=first.get('restored', []), restored_keys=first.get('restored_keys', []),
-                          repaired=repaired, written=written)
-            raise Done(second, failed=True)
-        results.append(second)
-        if second.get('changed'):
-            written.append(dropin)
-        repaired.extend(second.get('repaired_in_dropin', []))
-        left.extend(second.get('left_in_dropin', []))
-        if second.get('repaired_in_dropin'):
-            module.warn('%s: the repair was written to %s, which decides %s; the program that writes that drop-in '
-                        '(e.g. the NVIDIA toolkit with --set-as-default) may write it again: configure it not to, or '
-                        'run the repair again after it' % (path, dropin, ', '.join(
-                            d['key'] for d in second['repaired_in_dropin'])))
-
-    # judged again on what is there now (in check mode, on the candidate files)
-    overrides = state.get('dropin_data') if module.check_mode else None
-    if module.check_mode:
-        view_after = load_effective(path, main_data, ctx.containerd_version, overrides=overrides)
-        records = effective_records(view_after, protect)
-        same = _baseline_containerd(baseline) == ctx.containerd_version
-        drift = effective_drift(base_recs, records, same, view_after, ver=ctx.containerd_version)
-    elif len(results) > 1:
-        now = ConfigDocument(path, read_bytes(path).decode('utf-8')).data
-        judged = judge(ctx, path, now, params.get('validate'), None) \
-            if params.get('validate') != 'none' else None
-        records, drift, _v = effective_now(module, ctx, baseline, path, now, protect, judged)
+        results.append(_repair_dropin(module, baseline, path, dropin, targets[dropin], base_recs, state,
+                                      first, repaired, written, left))
+    if module.check_mode or len(results) > 1:
+        # judged again on what is there now (in check mode, on the candidate files)
+        records, drift = _effective_after_repair(module, ctx, baseline, path, main_data, protect, base_recs, state)
     left_keys = set(x['key'] for x in left)
     for d in drift:
         if d['key'] not in left_keys:
@@ -702,6 +678,60 @@ def do_repair(module, store, path):
     for x in left:
         module.warn('repair left %s (%s): %s' % (x['key'], x.get('file') or path, x['why']))
     raise Done(out)
+
+
+def _repair_source(store, baseline, path, params):
+    """(the baseline's config as a document, the protected keys), refused before anything is read."""
+    rec = baseline.config_record
+    if rec is None:
+        raise ConfigError('baseline %r recorded that %s did not exist when it was taken, so it has no keys to put '
+                          'back. Nothing was written.' % (store.name, path), key='name')
+    text = baseline.read(rec).decode('utf-8', 'replace')
+    try:
+        base_doc = ConfigDocument(path, text)
+    except ConfigError as exc:
+        raise ConfigError('the copy of %s in baseline %r cannot be read as a config: %s' % (path, store.name, exc),
+                          key='name')
+    protect = protected_keys(params)
+    for key in protect:
+        resolve_protect(base_doc.layout, key)
+    return base_doc, protect
+
+
+def _repair_dropin(module, baseline, path, dropin, drift, base_recs, state, first, repaired, written, left):
+    """Repair the keys a drop-in decides, in its own transaction; its result (refused: Done, failed)."""
+    second, failed = _transaction(module, _dropin_edit(module, baseline, path, drift, base_recs, state), dropin)
+    if failed:
+        second['msg'] = ('%s was repaired as far as it goes (%s); the repair of %s, which decides %s, was '
+                         'refused: %s' % (path, ', '.join(r['key'] for r in repaired) or 'nothing to do there',
+                                          dropin, ', '.join(d['key'] for d in drift), second.get('msg')))
+        second.update(restored=first.get('restored', []), restored_keys=first.get('restored_keys', []),
+                      repaired=repaired, written=written)
+        raise Done(second, failed=True)
+    if second.get('changed'):
+        written.append(dropin)
+    repaired.extend(second.get('repaired_in_dropin', []))
+    left.extend(second.get('left_in_dropin', []))
+    if second.get('repaired_in_dropin'):
+        module.warn('%s: the repair was written to %s, which decides %s; the program that writes that drop-in '
+                    '(e.g. the NVIDIA toolkit with --set-as-default) may write it again: configure it not to, or '
+                    'run the repair again after it' % (path, dropin, ', '.join(
+                        d['key'] for d in second['repaired_in_dropin'])))
+    return second
+
+
+def _effective_after_repair(module, ctx, baseline, path, main_data, protect, base_recs, state):
+    """(records, drift) of what containerd runs after the repair (in check mode: of the candidate files)."""
+    params = module.params
+    if module.check_mode:
+        view_after = load_effective(path, main_data, ctx.containerd_version, overrides=state.get('dropin_data'))
+        records = effective_records(view_after, protect)
+        same = _baseline_containerd(baseline) == ctx.containerd_version
+        return records, effective_drift(base_recs, records, same, view_after, ver=ctx.containerd_version)
+    now = ConfigDocument(path, read_bytes(path).decode('utf-8')).data
+    judged = judge(ctx, path, now, params.get('validate'), None) if params.get('validate') != 'none' else None
+    records, drift, _v = effective_now(module, ctx, baseline, path, now, protect, judged)
+    return records, drift
 
 
 STATES = dict(snapshot=do_snapshot, check=do_check, restore=do_restore, repair=do_repair)

@@ -456,6 +456,141 @@ def _insert_position(arr, keys, k, position):
     return max(earlier) + 1 if earlier else 0
 
 
+def _unique_wanted(doc, entries):
+    """(entries, keys): the wanted entries, each checked and once."""
+    wanted, keys = [], []
+    for entry in entries:
+        _check_entry(doc, entry)
+        key = entry_key(entry, doc.path)
+        if key not in keys:
+            wanted.append(entry)
+            keys.append(key)
+    return wanted, keys
+
+
+def _prune_missing(doc, ledger, ctx, arr, protect, flags):
+    """Repair: remove entries whose file is gone (never those in protect); the entries pruned."""
+    pruned = []
+    seen = set()
+    for entry in arr.entries:
+        key = entry_key(entry, doc.path)
+        if key in protect or key in seen or not entry_missing(entry, doc.path):
+            continue
+        seen.add(key)
+        removed_now = arr.remove_key(key)
+        if removed_now:
+            pruned.append(entry)
+            for gone in removed_now:
+                ctx.allow_missing_import(gone)
+        _release_records(ledger, ledger.select(kind=KIND, resource=resource_of(key)), flags)
+    return pruned
+
+
+def _allow_or_refuse_missing(doc, ctx, params, entry):
+    """An entry to add whose file does not exist yet: allowed, warned or refused."""
+    full = resolve_import(entry, doc.path)
+    if full in (params.get('will_exist') or ()):
+        # a file the same call writes first (containerd_config in check mode, which writes nothing)
+        ctx.allow_missing_import(entry)
+    elif params['require_exists']:
+        raise ConfigError('%s: cannot import %s: %s does not exist, and containerd refuses to start '
+                          'when an imported file is missing. Nothing was written. Fix: create the '
+                          'file first (e.g. ansible.builtin.copy before this task), or set '
+                          'require_exists: false if it will exist before containerd restarts.'
+                          % (doc.path, entry, full), key='imports')
+    else:
+        ctx.warn('%s: %s imports %s, which does not exist yet: containerd will refuse to start until it '
+                 'does' % (doc.path, entry, full))
+        ctx.allow_missing_import(entry)
+
+
+def _add_entries(doc, ledger, ctx, params, arr, wanted, keys):
+    """state=present: add what is not there yet, record it for the owner; the entries added."""
+    owner = params['owner']
+    position = params.get('position') or 'append'
+    added = []
+    containerd_ver = False
+    for k, (entry, key) in enumerate(zip(wanted, keys)):
+        resource = resource_of(key)
+        mine = ledger.select(owner=owner, kind=KIND, resource=resource)
+        if key in arr.keys():
+            if not mine:
+                ledger.add({'owner': owner, 'resource': resource, 'kind': KIND, 'entry': entry,
+                            'added': False, 'created_key': False})
+            continue
+        if entry_missing(entry, doc.path):
+            _allow_or_refuse_missing(doc, ctx, params, entry)
+        if not params.get('allow_plugin_override'):
+            if containerd_ver is False:
+                containerd_ver = ctx.containerd_version
+            refuse_plugin_override(doc, entry, containerd_ver)
+        created = arr.insert(_insert_position(arr, keys, k, position), entry)
+        added.append(entry)
+        if mine:
+            mine[0]['added'] = True
+            mine[0]['created_key'] = mine[0].get('created_key') or created
+            ledger.dirty = True
+        else:
+            ledger.add({'owner': owner, 'resource': resource, 'kind': KIND, 'entry': entry,
+                        'added': True, 'created_key': created})
+    if added and containerd_ver is False:
+        containerd_ver = ctx.containerd_version
+    _warn_unread_and_order(doc, ctx, arr, wanted, keys, added, containerd_ver)
+    return added
+
+
+def _warn_unread_and_order(doc, ctx, arr, wanted, keys, added, containerd_ver):
+    """Warnings after an add: CRI keys the binary would not read, and entries found in another order."""
+    for path, reasons in unread_keys(doc, added, containerd_ver):
+        ctx.warn('%s: containerd %s would not read these of its version 2 CRI keys: %s. Fix: write the '
+                 'drop-in with version = 3 and the version 3 plugin ids (plugins."io.containerd.cri.v1.runtime", '
+                 'plugins."io.containerd.cri.v1.images").'
+                 % (path, '%d.%d' % tuple(containerd_ver[:2]) if containerd_ver else '2.x', '; '.join(
+                     '%s (%s)' % (', '.join(keys), why) for why, keys in sorted(reasons.items()))))
+    order = [arr.keys().index(key) for key in keys if key in arr.keys()]
+    if order != sorted(order):
+        ctx.warn('%s: the imports %s are in the file in another order than listed; they were left where they '
+                 'are (later files win when containerd merges them). Remove them with state: absent and add '
+                 'them again to reorder.' % (doc.path, ', '.join(wanted)))
+
+
+def _remove_entries(doc, ledger, ctx, owner, arr, wanted, keys, flags):
+    """state=absent: remove what this owner added and nobody else imports; (removed, kept)."""
+    removed, kept = [], []
+    for entry, key in zip(wanted, keys):
+        resource = resource_of(key)
+        mine = ledger.select(owner=owner, kind=KIND, resource=resource)
+        others = sorted(set(r['owner'] for r in ledger.select(kind=KIND, resource=resource)) - set([owner]))
+        if not mine and not others and key in arr.keys() and not entry_missing(entry, doc.path):
+            # nobody recorded it: not this owner's to remove (prune_missing removes dangling ones)
+            kept.append(entry)
+            ctx.warn('%s: %s is kept: owner %s did not add it (no ledger record). A dangling entry (its file is '
+                     'gone) is removed whoever added it, since containerd cannot start with it.'
+                     % (doc.path, entry, owner))
+            continue
+        _release_records(ledger, mine, flags)
+        if others:
+            if key in arr.keys():
+                kept.append(entry)
+                ctx.warn('%s: %s is kept: owner(s) %s still import it' % (doc.path, entry, ', '.join(others)))
+            continue
+        if arr.remove_key(key):
+            removed.append(entry)
+    return removed, kept
+
+
+def _fold_duplicates(doc, ctx, arr, keys):
+    """Duplicates of the listed entries always; all of them when the file is written anyway."""
+    dupes = arr.duplicate_indexes(only=set(keys))
+    if dupes or doc.changed:
+        return arr.fold_duplicates(None)
+    others = [arr.entries[i] for i in arr.duplicate_indexes()]
+    if others:
+        ctx.warn('%s: imports lists %s more than once (harmless to containerd); the duplicates are folded at '
+                 'the next change of the file' % (doc.path, ', '.join(sorted(set(others)))))
+    return []
+
+
 def apply_imports(doc, ledger, ctx, params):
     """The containerd_imports edit: see the module's documentation.
 
@@ -465,122 +600,19 @@ def apply_imports(doc, ledger, ctx, params):
     """
     owner = params['owner']
     state = params.get('state') or 'present'
-    position = params.get('position') or 'append'
-    wanted_in = params.get('imports') or []
     arr = ImportsArray(doc)
     flags = dict(created_key=False)
     added, removed, pruned, kept = [], [], [], []
-
-    wanted, keys = [], []
-    for entry in wanted_in:
-        _check_entry(doc, entry)
-        key = entry_key(entry, doc.path)
-        if key not in keys:
-            wanted.append(entry)
-            keys.append(key)
-
-    # 1. repair: entries whose file is gone (never the ones being added)
+    wanted, keys = _unique_wanted(doc, params.get('imports') or [])
     if params.get('prune_missing'):
-        protect = set(keys) if state == 'present' else set()
-        seen = set()
-        for entry in arr.entries:
-            key = entry_key(entry, doc.path)
-            if key in protect or key in seen or not entry_missing(entry, doc.path):
-                continue
-            seen.add(key)
-            removed_now = arr.remove_key(key)
-            if removed_now:
-                pruned.append(entry)
-                for gone in removed_now:
-                    ctx.allow_missing_import(gone)
-            _release_records(ledger, ledger.select(kind=KIND, resource=resource_of(key)), flags)
-
+        pruned = _prune_missing(doc, ledger, ctx, arr, set(keys) if state == 'present' else set(), flags)
     if state == 'present':
-        containerd_ver = False
-        for k, (entry, key) in enumerate(zip(wanted, keys)):
-            resource = resource_of(key)
-            mine = ledger.select(owner=owner, kind=KIND, resource=resource)
-            if key in arr.keys():
-                if not mine:
-                    ledger.add({'owner': owner, 'resource': resource, 'kind': KIND, 'entry': entry,
-                                'added': False, 'created_key': False})
-                continue
-            if entry_missing(entry, doc.path):
-                full = resolve_import(entry, doc.path)
-                if full in (params.get('will_exist') or ()):
-                    # a file the same call writes first (containerd_config in check mode, which writes nothing)
-                    ctx.allow_missing_import(entry)
-                elif params['require_exists']:
-                    raise ConfigError('%s: cannot import %s: %s does not exist, and containerd refuses to start '
-                                      'when an imported file is missing. Nothing was written. Fix: create the '
-                                      'file first (e.g. ansible.builtin.copy before this task), or set '
-                                      'require_exists: false if it will exist before containerd restarts.'
-                                      % (doc.path, entry, full), key='imports')
-                else:
-                    ctx.warn('%s: %s imports %s, which does not exist yet: containerd will refuse to start until it '
-                             'does' % (doc.path, entry, full))
-                    ctx.allow_missing_import(entry)
-            if not params.get('allow_plugin_override'):
-                if containerd_ver is False:
-                    containerd_ver = ctx.containerd_version
-                refuse_plugin_override(doc, entry, containerd_ver)
-            created = arr.insert(_insert_position(arr, keys, k, position), entry)
-            added.append(entry)
-            if mine:
-                mine[0]['added'] = True
-                mine[0]['created_key'] = mine[0].get('created_key') or created
-                ledger.dirty = True
-            else:
-                ledger.add({'owner': owner, 'resource': resource, 'kind': KIND, 'entry': entry,
-                            'added': True, 'created_key': created})
-        if added and containerd_ver is False:
-            containerd_ver = ctx.containerd_version
-        for path, reasons in unread_keys(doc, added, containerd_ver):
-            ctx.warn('%s: containerd %s would not read these of its version 2 CRI keys: %s. Fix: write the '
-                     'drop-in with version = 3 and the version 3 plugin ids (plugins."io.containerd.cri.v1.runtime", '
-                     'plugins."io.containerd.cri.v1.images").'
-                     % (path, '%d.%d' % tuple(containerd_ver[:2]) if containerd_ver else '2.x', '; '.join(
-                         '%s (%s)' % (', '.join(keys), why) for why, keys in sorted(reasons.items()))))
-        order = [arr.keys().index(key) for key in keys if key in arr.keys()]
-        if order != sorted(order):
-            ctx.warn('%s: the imports %s are in the file in another order than listed; they were left where they '
-                     'are (later files win when containerd merges them). Remove them with state: absent and add '
-                     'them again to reorder.' % (doc.path, ', '.join(wanted)))
+        added = _add_entries(doc, ledger, ctx, params, arr, wanted, keys)
     else:
-        for entry, key in zip(wanted, keys):
-            resource = resource_of(key)
-            mine = ledger.select(owner=owner, kind=KIND, resource=resource)
-            others = sorted(set(r['owner'] for r in ledger.select(kind=KIND, resource=resource)) - set([owner]))
-            if not mine and not others and key in arr.keys() and not entry_missing(entry, doc.path):
-                # nobody recorded it: not this owner's to remove (prune_missing removes dangling ones)
-                kept.append(entry)
-                ctx.warn('%s: %s is kept: owner %s did not add it (no ledger record). A dangling entry (its file is '
-                         'gone) is removed whoever added it, since containerd cannot start with it.'
-                         % (doc.path, entry, owner))
-                continue
-            _release_records(ledger, mine, flags)
-            if others:
-                if key in arr.keys():
-                    kept.append(entry)
-                    ctx.warn('%s: %s is kept: owner(s) %s still import it' % (doc.path, entry, ', '.join(others)))
-                continue
-            if arr.remove_key(key):
-                removed.append(entry)
-
-    # 2. duplicates: those of the listed entries always; all of them when writing anyway
-    dupes = arr.duplicate_indexes(only=set(keys))
-    if dupes or doc.changed:
-        duplicates_removed = arr.fold_duplicates(None)
-    else:
-        duplicates_removed = []
-        others = [arr.entries[i] for i in arr.duplicate_indexes()]
-        if others:
-            ctx.warn('%s: imports lists %s more than once (harmless to containerd); the duplicates are folded at '
-                     'the next change of the file' % (doc.path, ', '.join(sorted(set(others)))))
-
-    # 3. the key itself: deleted again when the owner who created it is gone and it is empty
+        removed, kept = _remove_entries(doc, ledger, ctx, owner, arr, wanted, keys, flags)
+    duplicates_removed = _fold_duplicates(doc, ctx, arr, keys)
+    # the key itself: deleted again when the owner who created it is gone and it is empty
     _settle_key(arr, ledger, flags)
-
     final = arr.entries
     missing = [e for e in final if entry_missing(e, doc.path)]
     if missing and not params.get('prune_missing'):

@@ -478,6 +478,44 @@ def _remove_owned(dest, owned, preexisting, check_mode):
     return removed
 
 
+def _write_members(dest, tar, entries, check_mode):
+    """Write the members that differ from what dest has; (installed, updated) as listed in the result."""
+    installed, updated = [], []
+    if not os.path.isdir(dest):
+        if not check_mode:
+            os.makedirs(dest, 0o755)
+        installed.append('./')
+    for e in entries:
+        how = _what_differs(dest, tar, e) if os.path.isdir(dest) else 'installed'
+        if how is None:
+            continue
+        (installed if how == 'installed' else updated).append(e['rel'] + ('/' if e['type'] == 'dir' else ''))
+        if check_mode:
+            continue
+        full = os.path.join(dest, e['rel'])
+        if e['type'] == 'dir':
+            os.mkdir(full, e['mode'])
+            os.chmod(full, e['mode'])
+            fsync_dir(os.path.dirname(full))
+        elif e['type'] == 'file':
+            clean_stale_temps(full)  # a killed run's half-written copy
+            atomic_write_stream(full, tar.extractfile(e['member']), e['mode'], chunk=CHUNK)
+        else:
+            clean_stale_temps(full)
+            atomic_symlink(full, e['target'])
+    return installed, updated
+
+
+def _missing_required(require, dest, provided, check_mode):
+    """The required paths (relative to dest, or absolute) that are not there (in check mode: nor provided)."""
+    missing = []
+    for req in require:
+        path = os.path.normpath(req if os.path.isabs(req) else os.path.join(dest, req))
+        if not (os.path.exists(path) or (check_mode and path in provided)):
+            missing.append(path)
+    return missing
+
+
 def install(params, check_mode):
     """Unpack the archive into dest; the module's result."""
     dest = os.path.abspath(params['dest'])
@@ -508,39 +546,13 @@ def install(params, check_mode):
         if not check_mode and (union != sorted(owned_before) or manifest.get('state') != 'installing'):
             manifest.update(owned=union, state='installing')
             save_manifest(manifest_path, manifest)
-        installed, updated = [], []
-        if not os.path.isdir(dest):
-            if not check_mode:
-                os.makedirs(dest, 0o755)
-            installed.append('./')
-        for e in entries:
-            how = _what_differs(dest, tar, e) if os.path.isdir(dest) else 'installed'
-            if how is None:
-                continue
-            (installed if how == 'installed' else updated).append(e['rel'] + ('/' if e['type'] == 'dir' else ''))
-            if check_mode:
-                continue
-            full = os.path.join(dest, e['rel'])
-            if e['type'] == 'dir':
-                os.mkdir(full, e['mode'])
-                os.chmod(full, e['mode'])
-                fsync_dir(os.path.dirname(full))
-            elif e['type'] == 'file':
-                clean_stale_temps(full)  # a killed run's half-written copy
-                atomic_write_stream(full, tar.extractfile(e['member']), e['mode'], chunk=CHUNK)
-            else:
-                clean_stale_temps(full)
-                atomic_symlink(full, e['target'])
+        installed, updated = _write_members(dest, tar, entries, check_mode)
         # what an earlier payload owned that this one no longer has
         new_set = set(new_owned)
         stale = [r for r in owned_before if r not in new_set]
         removed = _remove_owned(dest, stale, preexisting, check_mode) if stale else []
         provided = set(os.path.normpath(os.path.join(dest, r)) for r in new_owned)
-        missing = []
-        for req in params.get('require') or []:
-            path = os.path.normpath(req if os.path.isabs(req) else os.path.join(dest, req))
-            if not (os.path.exists(path) or (check_mode and path in provided)):
-                missing.append(path)
+        missing = _missing_required(params.get('require') or [], dest, provided, check_mode)
         archive_sha = sha256_file(archive)
         cache = os.path.abspath(archive) if params.get('archive_is_cache') else None
         if not check_mode:
