@@ -151,6 +151,7 @@ requirements:
     SECRETS = r'''
 options:
   secret_keys:
+    version_added: 1.0.0
     description:
       - Dotted TOML paths of config values that are secrets, beside those nodeguard knows, the registry credentials
         C(password), C(auth) and C(identitytoken) of C(plugins."io.containerd.grpc.v1.cri".registry.configs.<host>.auth)

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 name: as_entries
 author:
   - nodeguard maintainers (@nodeguard)
-version_added: 0.4.0
+version_added: 1.0.0
 short_description: Names as module entries, each with the same other keys
 description:
   - Turns a list of names (runtimes, keys, files) into the list of mappings a module option takes, one per name,

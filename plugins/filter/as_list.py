@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 name: as_list
 author:
   - nodeguard maintainers (@nodeguard)
-version_added: 0.4.0
+version_added: 1.0.0
 short_description: A list variable as a list, also when it arrives as a string (AWX surveys)
 description:
   - AWX survey answers and C(-e key=value) extra vars arrive as strings. The collection's roles read every list

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 name: gpu_runtime_entries
 author:
   - nodeguard maintainers (@nodeguard)
-version_added: 0.4.0
+version_added: 1.0.0
 short_description: The GPU runtimes as the runtimes entries of containerd_config
 description:
   - Turns the output of P(nodeguard.containerd.gpu_runtime_specs#filter) into the O(nodeguard.containerd.containerd_config#module:runtimes)

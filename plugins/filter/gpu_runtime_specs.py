@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 name: gpu_runtime_specs
 author:
   - nodeguard maintainers (@nodeguard)
-version_added: 0.4.0
+version_added: 1.0.0
 short_description: The GPU runtimes to add, each a name or a mapping, as full descriptions
 description:
   - Turns the role C(gpu_toolkit)'s C(gpu_toolkit_runtimes) into one mapping per runtime with every key set.

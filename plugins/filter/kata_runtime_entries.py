@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 name: kata_runtime_entries
 author:
   - nodeguard maintainers (@nodeguard)
-version_added: 0.4.0
+version_added: 1.0.0
 short_description: The kata handlers as the runtimes entries of containerd_config
 description:
   - Turns the output of P(nodeguard.containerd.kata_runtimes#filter) into the

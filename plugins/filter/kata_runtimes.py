@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 name: kata_runtimes
 author:
   - nodeguard maintainers (@nodeguard)
-version_added: 0.4.0
+version_added: 1.0.0
 short_description: The kata runtime classes, each a name or a mapping, as full handler descriptions
 description:
   - Turns the role C(coco)'s C(coco_runtime_classes) into one mapping per handler with every key set, as

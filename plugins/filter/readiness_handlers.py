@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 name: readiness_handlers
 author:
   - nodeguard maintainers (@nodeguard)
-version_added: 0.4.0
+version_added: 1.0.0
 short_description: The handlers readiness expects after runtimes were added
 description:
   - The handlers of O(_input) that O(runtimes) does not name, then each runtime of O(runtimes) as

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 name: runtime_class_objects
 author:
   - nodeguard maintainers (@nodeguard)
-version_added: 0.4.0
+version_added: 1.0.0
 short_description: One Kubernetes RuntimeClass (node.k8s.io/v1) per runtime handler
 description:
   - One RuntimeClass per handler, named as the handler, with the labels O(labels) (what marks the object as the

@@ -593,7 +593,7 @@ removed_files:
   returned: O(state=restore)
   type: list
   elements: str
-  version_added: 0.3.0
+  version_added: 1.0.0
 ledger:
   description: What a restore did to the ledger of the config (V(restored), V(removed), or null when it agreed).
   returned: O(state=restore)

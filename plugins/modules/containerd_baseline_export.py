@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: containerd_baseline_export
 short_description: Copy a containerd config baseline on the node with its secrets masked, for fetching
-version_added: 0.4.0
+version_added: 1.0.0
 description:
   - Copies every snapshot of the baseline O(name) in O(store) (taken by M(nodeguard.containerd.containerd_baseline))
     to the folder O(dest) on the same node, with the layout of the baseline folder, so that

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: containerd_config
 short_description: Install or remove one owner's containerd changes (drop-ins, imports, settings, runtimes) in one call
-version_added: 0.3.0
+version_added: 1.0.0
 description:
   - The edits of M(nodeguard.containerd.containerd_dropin), M(nodeguard.containerd.containerd_imports),
     M(nodeguard.containerd.containerd_setting) and M(nodeguard.containerd.containerd_runtime) for one O(owner), in one

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: containerd_dropin
 short_description: Write a whole containerd drop-in file for an owner, validated and atomic; remove it only when it is that owner's
-version_added: 0.3.0
+version_added: 1.0.0
 description:
   - O(state=present) writes O(content) to the drop-in O(dropin), only when its bytes or mode differ. The new file
     goes to a temporary file beside it, is checked with the node's C(containerd --config <candidate> config dump)
@@ -51,7 +51,7 @@ options:
         files). RV(dropins) has the result of each.
     type: list
     elements: path
-    version_added: 0.3.0
+    version_added: 1.0.0
   content:
     description:
       - The whole content of the drop-in (TOML). Required with O(state=present).

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: containerd_info
 short_description: Read-only facts about containerd, its config tree, the runtimes it runs and the nodeguard ledgers
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Reports what containerd on the node runs, read through the same code the editing modules use, so roles read
     state through this module instead of copying the config or the ledger file format.
@@ -114,20 +114,20 @@ options:
     type: list
     elements: str
     default: []
-    version_added: 0.3.0
+    version_added: 1.0.0
   starts_since:
     description:
       - A point in time, in seconds since the epoch (for example when a playbook run began). RV(service_starts)
         then says how often systemd started O(service) since then, from the unit's journal, so a report reads the
         restarts of a run within this one call.
     type: float
-    version_added: 0.3.0
+    version_added: 1.0.0
   service:
     description:
       - The systemd unit of containerd, for O(starts_since).
     type: str
     default: containerd
-    version_added: 0.3.0
+    version_added: 1.0.0
 requirements:
   - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 notes:

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: containerd_kata_payload
 short_description: Install or remove the kata payload (kata-deploy's /opt/kata) from a tarball, file by file
-version_added: 0.3.0
+version_added: 1.0.0
 description:
   - O(state=present) unpacks the members of the tarball O(archive) that lie under O(root) into O(dest). Each file
     is written to a temporary name in its folder, flushed and renamed, and only when its bytes, mode or link target

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: containerd_preflight
 short_description: Start the node's containerd on a config in a sandbox and require the CRI plugin to load
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - A real-load test of a containerd config. C(containerd config dump) accepts configs whose CRI plugin
     then fails to load in the daemon (for example C(default_runtime_name = "runc") with a runtimes table
@@ -76,11 +76,13 @@ options:
     type: list
     elements: str
   load_test:
+    version_added: 1.0.0
     description:
       - Start containerd on O(path). V(false) runs only the O(runtime_classes) check.
     type: bool
     default: true
   runtime_classes:
+    version_added: 1.0.0
     description:
       - Kata runtime classes whose needs the node must meet. Each need is read from the kernel, never guessed -
         C(kvm) the character device C(/dev/kvm); C(vhost_vsock), C(vhost_net) the module loaded or built in
@@ -111,12 +113,14 @@ options:
         elements: str
         choices: [kvm, vhost_vsock, vhost_net, tdx, snp, se]
   node_root:
+    version_added: 1.0.0
     description:
       - The folder under which C(/dev), C(/sys), C(/proc) and C(/lib/modules) are read for O(runtime_classes)
         (tests point it at a folder laid out like a node).
     type: path
     default: /
   kernel_release:
+    version_added: 1.0.0
     description:
       - The kernel release whose C(/lib/modules/<release>) lists the loadable modules; by default the running
         kernel's (C(uname -r)).
@@ -235,6 +239,7 @@ log_tail:
   returned: when the load test ran
   type: str
 capabilities:
+  version_added: 1.0.0
   description: Per runtime class of O(runtime_classes) - its needs, what is missing (need to reason) and C(ok).
   returned: always
   type: dict
@@ -245,6 +250,7 @@ capabilities:
       missing: {tdx: "Intel TDX: /sys/module/kvm_intel/parameters/tdx does not exist (...)"}
       ok: false
 refused:
+  version_added: 1.0.0
   description: One message per runtime class the node cannot run, naming the class and what is missing.
   returned: always
   type: list

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: containerd_readiness
 short_description: Check that containerd on the node works, and restart it only when its effective config changed
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - The node side of the C(nodeguard.containerd.node_readiness) role, callable from any playbook. It runs with the
     Python interpreter Ansible uses on the node (C(ansible_python_interpreter)).

@@ -61,7 +61,7 @@ options:
         and O(default).
     type: list
     elements: dict
-    version_added: 0.3.0
+    version_added: 1.0.0
     suboptions:
       name:
         description: The runtime handler name, as O(name).
@@ -323,6 +323,7 @@ kept:
   type: list
   elements: str
 runtimes:
+  version_added: 1.0.0
   description: With O(runtimes), what happened to each runtime, in the order given.
   returned: success and O(runtimes) given
   type: list

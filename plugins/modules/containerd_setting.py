@@ -59,7 +59,7 @@ options:
       - Mutually exclusive with O(key) and O(value); O(raw) applies to O(key) only.
     type: list
     elements: dict
-    version_added: 0.3.0
+    version_added: 1.0.0
     suboptions:
       key:
         description: As O(key).
@@ -204,6 +204,7 @@ validated:
   returned: changed and not check mode
   type: str
 settings:
+  version_added: 1.0.0
   description: With O(settings), what happened to each key, in the order given.
   returned: success and O(settings) given
   type: list

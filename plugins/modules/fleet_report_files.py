@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: fleet_report_files
 short_description: Build and write the fleet report's files on the controller
-version_added: 0.3.0
+version_added: 1.0.0
 description:
   - Writes each entry of O(files) as a file in the folder O(dir) on the controller, atomically (a temporary file
     in the same folder, fsync, rename, fsync of the folder).
