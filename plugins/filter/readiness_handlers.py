@@ -15,7 +15,7 @@ version_added: 1.0.0
 short_description: The handlers readiness expects after runtimes were added
 description:
   - The handlers of O(_input) that O(runtimes) does not name, then each runtime of O(runtimes) as
-    C({name, probe}), once per name (the last one's C(probe) wins): the
+    C({name, probe}), once per name (the last one's C(probe) wins) - the
     O(nodeguard.containerd.containerd_readiness#module:handlers) of a role that added O(runtimes).
 options:
   _input:
