@@ -95,3 +95,55 @@ def test_sanity_runs_every_line_above_the_dev_one():
     pinned = re.findall(r"'(\d+\.\d+\.\d+)'", re.search(r"CONTROLLERS = \[([^\]]*)\]", compat).group(1))
     for core in cores:     # run.py --controller LINE makes the venv make sanity takes ansible-test from
         assert any(_line(v) == _line(core) for v in pinned), 'SANITY_CORES %s is not a compat controller' % core
+
+
+def _release_version():
+    """The version the README speaks of: the release being prepared (its
+    changelogs/fragments/release-X.Y.Z.yml not released yet), else galaxy.yml's."""
+    released = set(str(v) for v in _load('changelogs/changelog.yaml')['releases'])
+    pending = [re.match(r'release-(\d+\.\d+\.\d+)\.yml$', os.path.basename(p)).group(1)
+               for p in glob.glob(os.path.join(REPO, 'changelogs', 'fragments', 'release-*.yml'))]
+    pending = [v for v in pending if v not in released]
+    assert len(pending) <= 1, 'more than one release being prepared: %s' % pending
+    return pending[0] if pending else str(_load('galaxy.yml')['version'])
+
+
+def _readme_section(title):
+    text = _text('README.md')
+    m = re.search(r'^## %s\n(.*?)(?=^## |\Z)' % re.escape(title), text, re.M | re.S)
+    assert m, 'README.md has no "## %s" section' % title
+    return m.group(1)
+
+
+def test_readme_install_names_the_release():
+    """Galaxy, the tarball and requirements.yml all name the release, and no other version."""
+    version = _release_version()
+    major = int(version.split('.')[0])
+    install = _readme_section('Install')
+    spec = '>=%s,<%d.0.0' % (version, major + 1)
+    assert "ansible-galaxy collection install 'nodeguard.containerd:%s'" % spec in install
+    assert 'ansible-galaxy collection install nodeguard-containerd-%s.tar.gz' % version in install
+    requirements = re.search(r'```yaml\n(.*?)```', install, re.S)
+    assert requirements, 'README.md Install: no requirements.yml example'
+    entry = yaml.safe_load(requirements.group(1))['collections'][0]
+    assert entry == {'name': 'nodeguard.containerd', 'version': spec}
+    others = set(re.findall(r'\b\d+\.\d+\.\d+\b', install)) - {version, '%d.0.0' % (major + 1)}
+    # tomlkit's minimum is the only other version the section may name
+    assert others <= {'0.7.0'}, 'README.md Install names other versions: %s' % sorted(others)
+
+
+def test_readme_lists_every_module_plugin_and_role():
+    table = _readme_section('Modules and roles')
+    rows = set(re.findall(r'^\| (?:(lookup|filter|role) )?`([a-z0-9_]+)` \|', table, re.M))
+    listed = {(kind or 'module', name) for kind, name in rows}
+    shipped = set()
+    for path in glob.glob(os.path.join(REPO, 'plugins', 'modules', '*.py')):
+        if not os.path.basename(path).startswith('__'):
+            shipped.add(('module', os.path.basename(path)[:-3]))
+    for path in glob.glob(os.path.join(REPO, 'plugins', 'lookup', '*.py')):
+        if not os.path.basename(path).startswith('__'):
+            shipped.add(('lookup', os.path.basename(path)[:-3]))
+    for path in glob.glob(os.path.join(REPO, 'roles', '*', 'meta', 'main.yml')):
+        shipped.add(('role', os.path.basename(os.path.dirname(os.path.dirname(path)))))
+    assert sorted(shipped - listed) == [], 'README.md "Modules and roles" misses these'
+    assert sorted(listed - shipped) == [], 'README.md "Modules and roles" lists what is not shipped'
