@@ -77,29 +77,61 @@ def log(msg):
     print('[mutation %s] %s' % (time.strftime('%H:%M:%S'), msg), flush=True)
 
 
-def git(*args, cwd=REPO, binary=False):
-    out = subprocess.run(['git'] + list(args), cwd=str(cwd), check=True, capture_output=True).stdout
+def git(*args, cwd=None, binary=False):
+    out = subprocess.run(['git'] + list(args), cwd=str(cwd or REPO), check=True, capture_output=True).stdout
     return out if binary else out.decode('utf-8')
 
 
 # ------------------------------------------------------------------ config
-def load_config():
-    with open(HERE / 'config.toml', 'rb') as f:
-        cfg = tomllib.load(f)['mutation']
-    with open(HERE / 'equivalents.toml', 'rb') as f:
-        eq = tomllib.load(f)
-    for entry in eq.get('mutant', []):
-        for field in ('file', 'operator', 'line', 'reason'):
-            if not entry.get(field):
+EQUIVALENT_FIELDS = ('file', 'operator', 'line', 'mutated', 'reason')
+EQUIVALENT_OPTIONAL = ('scope', 'twin')
+
+
+def check_equivalents(entries):
+    """Refuse an entry that could silence more than the one mutant it names: each gives the file (its path under
+    the source folder), the exact operator, the source line, the mutated text and a reason; `scope` (the
+    enclosing def, e.g. "TomlText._prune_implicit") and `twin` (which of the same lines in that scope, from 1)
+    single out a line the file has more than once."""
+    for entry in entries:
+        for field in EQUIVALENT_FIELDS:
+            if not isinstance(entry.get(field), str) or not entry[field].strip():
                 raise SystemExit('equivalents.toml: an entry lacks %r: %r' % (field, entry))
-    return cfg, eq.get('mutant', [])
+        unknown = sorted(set(entry) - set(EQUIVALENT_FIELDS) - set(EQUIVALENT_OPTIONAL))
+        if unknown:
+            raise SystemExit('equivalents.toml: unknown field %s in %r' % (', '.join(unknown), entry))
+        if any(c in entry['operator'] for c in '*?['):
+            raise SystemExit('equivalents.toml: operator %r is a pattern; name one operator' % entry['operator'])
+        if 'twin' in entry and ('scope' not in entry or not isinstance(entry['twin'], int) or entry['twin'] < 1):
+            raise SystemExit('equivalents.toml: twin needs a scope and is a number from 1: %r' % (entry,))
+        if 'scope' in entry and not isinstance(entry['scope'], str):
+            raise SystemExit('equivalents.toml: scope is the name of a def or class: %r' % (entry,))
+    return entries
 
 
-def source_files(cfg, tree=REPO):
-    folder = tree / cfg['source']
-    names = sorted(p.name for p in folder.glob('*.py') if p.name != '__init__.py')
+def load_config(here=None):
+    here = here or HERE
+    with open(here / 'config.toml', 'rb') as f:
+        cfg = tomllib.load(f)['mutation']
+    with open(here / 'equivalents.toml', 'rb') as f:
+        eq = tomllib.load(f)
+    return cfg, check_equivalents(eq.get('mutant', []))
+
+
+def _package_rank(cfg, name):
+    packages = cfg.get('packages', [])
+    top = name.split('/', 1)[0] if '/' in name else ''
+    return (packages.index(top) if top in packages else len(packages), name)
+
+
+def source_files(cfg, tree=None):
+    """Every *.py below the source folder (packages too), as paths relative to it (`_core/atomic.py`): the
+    config's `order` first, then by package (config `packages`), then by name. An empty __init__.py has
+    nothing to mutate and is left out."""
+    folder = (tree or REPO) / cfg['source']
+    names = sorted(p.relative_to(folder).as_posix() for p in folder.rglob('*.py')
+                   if '__pycache__' not in p.parts and (p.name != '__init__.py' or p.read_text().strip()))
     order = [n for n in cfg['order'] if n in names]
-    return order + [n for n in names if n not in order]
+    return order + sorted((n for n in names if n not in order), key=lambda n: _package_rank(cfg, n))
 
 
 def changed_lines(cfg, base):
@@ -111,7 +143,7 @@ def changed_lines(cfg, base):
     for line in diff.splitlines():
         if line.startswith('+++ '):
             name = line[4:]
-            current = None if name == '/dev/null' else os.path.basename(name)
+            current = None if name == '/dev/null' else _relative_to_source(name[2:], src)
             if current and current.endswith('.py'):
                 out.setdefault(current, set())
             else:
@@ -123,8 +155,13 @@ def changed_lines(cfg, base):
     for name in git('ls-files', '--others', '--exclude-standard', '--', src).split():
         if name.endswith('.py'):
             with open(REPO / name) as f:
-                out[os.path.basename(name)] = set(range(1, len(f.read().splitlines()) + 1))
+                out[_relative_to_source(name, src)] = set(range(1, len(f.read().splitlines()) + 1))
     return dict((k, v) for k, v in out.items() if v)
+
+
+def _relative_to_source(path, source):
+    """plugins/module_utils/_core/atomic.py -> _core/atomic.py (git names paths from the top of the repo)."""
+    return Path(path).relative_to(source).as_posix()
 
 
 # -------------------------------------------------------------------- trees
@@ -626,14 +663,50 @@ def _format_group(op_name, node):
     return 'str%%tuple@%d:%d' % node.start_pos
 
 
-def make_mutants(tree, cfg, name, only_lines=None, operators=None):
-    """(source, [mutant]) of one file, with the operator set `operators` (default: config.toml's, else mutmut)."""
+def _scopes(module_ast, nlines):
+    """[scope of each line] (index 0 unused): the dotted names of the defs and classes around it, innermost
+    last ('TomlText._prune_implicit'); '' at module level."""
+    scopes = [''] * (nlines + 2)
+
+    def walk(node, prefix):
+        for child in getattr(node, 'children', ()):
+            if child.type in ('funcdef', 'classdef'):
+                name = prefix + child.name.value
+                for n in range(child.start_pos[0], min(child.end_pos[0], nlines) + 1):
+                    scopes[n] = name
+                walk(child, name + '.')
+            else:
+                walk(child, prefix)
+    walk(module_ast, '')
+    return scopes
+
+
+def line_places(code, module_ast):
+    """{line number: (stripped text, scope, lines of the file with that text, of them in that scope, which of
+    those this one is (from 1))}: what an equivalents.toml entry names to single out one line."""
+    lines = code.splitlines()
+    scopes = _scopes(module_ast, len(lines))
+    by_text = {}
+    for n, text in enumerate(lines, 1):
+        by_text.setdefault(text.strip(), []).append(n)
+    out = {}
+    for n, text in enumerate(lines, 1):
+        same = by_text[text.strip()]
+        in_scope = [k for k in same if scopes[k] == scopes[n]]
+        out[n] = (text.strip(), scopes[n], len(same), len(in_scope), in_scope.index(n) + 1)
+    return out
+
+
+def make_mutants(tree, cfg, name, only_lines=None, operators=None, want=None):
+    """(source, [mutant]) of one file, with the operator set `operators` (default: config.toml's, else mutmut).
+    want(operator name, source line text): False skips a position before the (slow) mutant is made."""
     from cosmic_ray.ast import ast_nodes, get_ast
     from cosmic_ray.mutating import mutate_code
 
     path = tree / cfg['source'] / name
     code = path.read_text(encoding='utf-8')
     module_ast = get_ast(code)
+    places = line_places(code, module_ast)
     mutants = []
     table = operator_table(operators or cfg.get('operators', 'mutmut'), cfg.get('exclude_operators', []))
     for op_name, operator, keep in table:
@@ -646,6 +719,9 @@ def make_mutants(tree, cfg, name, only_lines=None, operators=None):
                 continue
             lines = _statement_lines(node)
             if only_lines is not None and not (lines & only_lines) and start[0] not in only_lines:
+                continue
+            text, scope, line_twins, scope_twins, twin = places.get(start[0], ('', '', 1, 1, 1))
+            if want is not None and not want(op_name, text):
                 continue
             try:
                 mutated = mutate_code(code, operator, occurrence)
@@ -660,20 +736,80 @@ def make_mutants(tree, cfg, name, only_lines=None, operators=None):
             old, new = _changed_text(code, mutated)
             mutants.append({'job_id': uuid.uuid4().hex, 'file': name, 'operator': op_name, 'occurrence': occurrence,
                             'start': list(start), 'end': list(end), 'lines': sorted(lines), 'old': old, 'new': new,
-                            'code': mutated, 'group': _format_group(op_name, node)})
+                            'code': mutated, 'group': _format_group(op_name, node), 'line': text, 'scope': scope,
+                            'line_twins': line_twins, 'scope_twins': scope_twins, 'twin': twin})
     return code, mutants
 
 
-def equivalent_reason(mutant, equivalents, source_line):
+def entry_matches(entry, mutant):
+    """Whether an equivalents.toml entry names this mutant: the same file, operator, source line and mutated
+    text, and, for a line the file has more than once, the same scope (and `twin` when the scope has it more
+    than once too). An entry never stands for a twin line it does not name."""
+    if (entry['file'], entry['operator']) != (mutant['file'], mutant['operator']):
+        return False
+    if entry['line'].strip() != mutant['line'] or entry['mutated'].strip() != mutant['new'].strip():
+        return False
+    if 'scope' in entry:
+        if entry['scope'] != mutant['scope']:
+            return False
+        return entry.get('twin', 1) == mutant['twin'] if 'twin' in entry else mutant['scope_twins'] == 1
+    return mutant['line_twins'] == 1
+
+
+def equivalent_reason(mutant, equivalents):
     for e in equivalents:
-        if e['file'] != mutant['file'] or not fnmatch.fnmatch(mutant['operator'], e['operator']):
-            continue
-        if e['line'].strip() != source_line.strip():
-            continue
-        if e.get('mutated') and e['mutated'].strip() != mutant['new'].strip():
-            continue
-        return e['reason']
+        if entry_matches(e, mutant):
+            return e['reason']
     return None
+
+
+def _ambiguity(entry, mutant):
+    """Why an entry with this mutant's file, operator, line and mutated text still does not name it."""
+    if mutant['line_twins'] > 1 and 'scope' not in entry:
+        return 'the line is in %d places: give its scope (this one: %r)' % (mutant['line_twins'], mutant['scope'])
+    if 'scope' in entry and entry['scope'] == mutant['scope'] and 'twin' not in entry:
+        return 'the line is %d times in %s: give its twin (this one: %d)' % (
+            mutant['scope_twins'], mutant['scope'] or 'the module', mutant['twin'])
+    return None
+
+
+def equivalents_status(tree, cfg, entries, files):
+    """Which entries of equivalents.toml name a mutant of these files ({index: [mutant]}), and the ones that
+    name none: stale ([(entry, why)]; a moved line is said where it is now), ambiguous ones among them. Every
+    cosmic-ray operator is made (the set "all"), so an entry for an operator of `--operators all` only is not
+    stale; only the positions on an entry's line are mutated."""
+    by_file = {}
+    for i, e in enumerate(entries):
+        by_file.setdefault(e['file'], []).append(i)
+    found, stale = {}, []
+    texts = {}
+    for name in files:
+        texts[name] = (tree / cfg['source'] / name).read_text(encoding='utf-8')
+    for name, idx in sorted(by_file.items()):
+        if name not in texts:
+            for i in idx:
+                stale.append((entries[i], 'no file %s' % name + _moved(entries[i], texts)))
+            continue
+        wanted = set((entries[i]['operator'], entries[i]['line'].strip()) for i in idx)
+        _code, mutants = make_mutants(tree, cfg, name, operators='all',
+                                      want=lambda op, text, w=wanted: (op, text) in w)
+        for i in idx:
+            hits = [m for m in mutants if entry_matches(entries[i], m)]
+            if hits:
+                found[i] = hits
+                continue
+            near = [m for m in mutants if (m['operator'], m['line'], m['new'].strip()) ==
+                    (entries[i]['operator'], entries[i]['line'].strip(), entries[i]['mutated'].strip())]
+            why = [w for w in (_ambiguity(entries[i], m) for m in near) if w]
+            stale.append((entries[i], 'ambiguous: ' + why[0] if why else 'no such mutant' + _moved(entries[i], texts)))
+    return found, stale
+
+
+def _moved(entry, texts):
+    """Where the entry's line is now, in another file of the source folder."""
+    at = ['%s:%d' % (name, n) for name, code in sorted(texts.items()) if name != entry['file']
+          for n, text in enumerate(code.splitlines(), 1) if text.strip() == entry['line'].strip()]
+    return ' (the line is now at %s)' % ', '.join(at[:3]) if at else ''
 
 
 def select_tests(mutant, trace, excluded):
@@ -705,19 +841,26 @@ _killers_lock = threading.Lock()
 
 
 def _written_for(name, nodeid):
-    """True for a test in a file named after the module (tests/unit/test_atomic_lock.py for _core/atomic.py)."""
-    stem = name.lstrip('_').rsplit('.', 1)[0]
-    return os.path.basename(nodeid.split('::', 1)[0]).startswith('test_' + stem)
+    """2 for a test in a file or folder named after the source file (test_atomic_lock.py, .../atomic/... for
+    _core/atomic.py), 1 for one in a folder named after its package (tests/unit/plugins/module_utils/_core/),
+    else 0."""
+    path = nodeid.split('::', 1)[0].split('/')
+    parts = name[:-len('.py')].split('/')
+    stem = parts[-1].lstrip('_')
+    if path[-1].startswith('test_' + stem) or stem in path[:-1]:
+        return 2
+    return 1 if len(parts) > 1 and parts[-2] in path[:-1] else 0
 
 
 def by_kill_history(name, tests):
-    """The tests written for this file go first, then those that killed mutants of it before (most kills
-    first); the rest stay fastest first. So a --max-tests cap keeps the tests aimed at the file even when
-    hundreds of faster ones also run the line (every module test takes the lock of _core/atomic.py)."""
+    """The tests written for this file go first (those of its package next), then those that killed mutants of
+    it before (most kills first); the rest stay fastest first. So a --max-tests cap keeps the tests aimed at the
+    file even when hundreds of faster ones also run the line (every module test takes the lock of
+    _core/atomic.py)."""
     with _killers_lock:
         counts = dict(_killers.get(name, {}))
     rank = dict((t, i) for i, t in enumerate(tests))
-    return sorted(tests, key=lambda t: (not _written_for(name, t), -counts.get(t, 0), rank[t]))
+    return sorted(tests, key=lambda t: (-_written_for(name, t), -counts.get(t, 0), rank[t]))
 
 
 def note_killer(name, out):
@@ -756,16 +899,52 @@ def judge(tree, cfg, mutant, original, tests, total, slowest):
     return INCOMPETENT, out, secs
 
 
-def check_canaries(trees, cfg, trace, excluded):
+def _imports(name):
+    """A pattern for a Python import of the source file `name` (`_core/ledger.py`) through the collection:
+    `...module_utils._core.ledger` or `from ...module_utils._core import (..., ledger, ...)`."""
+    pkg, mod = name[:-len('.py')].rsplit('/', 1) if '/' in name else ('', name[:-len('.py')])
+    where = r'module_utils' + (r'\.' + re.escape(pkg.replace('/', '.')) if pkg else '')
+    return re.compile(r'%s(?:\.%s\b|\s+import\s+(?:\([^)]*\b%s\b[^)]*\)|[^\n]*\b%s\b))'
+                      % (where, re.escape(mod), re.escape(mod), re.escape(mod)))
+
+
+def canary_tests(tree, cfg, excluded=()):
+    """{source file: test file} for the two canaries, picked by what the test files say, not by their paths
+    (so moving tests never breaks the run): the smallest test file of the suites that imports the in-process
+    canary's file (config `canary_in_process`), and the smallest that imports nothing of the source folder
+    and names a module (plugins/modules/) that imports the subprocess canary's file (`canary_subprocess`).
+    A test file with a test that failed on the unmutated copy (excluded) is not picked."""
+    inproc, subproc = cfg.get('canary_in_process', '_core/ledger.py'), cfg.get('canary_subprocess', '_edits/engine.py')
+    bad = set(n.split('::', 1)[0] for n in excluded)
+    files = sorted((p for suite in cfg['suites'] for p in (tree / suite).rglob('test_*.py')
+                    if '__pycache__' not in p.parts and p.relative_to(tree).as_posix() not in bad),
+                   key=lambda p: (p.stat().st_size, p.as_posix()))
+    modules = [p.stem for p in sorted((tree / 'plugins' / 'modules').glob('*.py'))
+               if _imports(subproc).search(p.read_text(encoding='utf-8'))]
+    named = re.compile(r'\b(?:%s)\b' % '|'.join(map(re.escape, modules))) if modules else None
+    picked = {}
+    for p in files:
+        text = p.read_text(encoding='utf-8')
+        if inproc not in picked and _imports(inproc).search(text):
+            picked[inproc] = p.relative_to(tree).as_posix()
+        if subproc not in picked and named and 'module_utils' not in text and named.search(text):
+            picked[subproc] = p.relative_to(tree).as_posix()
+    for name, how in ((inproc, 'imports it'), (subproc, 'runs a module that imports it, importing nothing of %s'
+                                                        % cfg['source'])):
+        if name not in picked:
+            raise SystemExit('canary: no test file of %s %s (%s)' % (' '.join(cfg['suites']), how, name))
+    return picked
+
+
+def check_canaries(trees, cfg, excluded):
     """A mutant that breaks every import must be killed in each copy, in process and in a module subprocess,
     judged as the mutants are: in the copy's fork server when there is one (so its children import the copy's
     code, not something the server holds)."""
-    subprocess_tests = [n for n in trace['tests'] if n.startswith('tests/module/') and n not in excluded]
-    inprocess_tests = [n for n in trace['tests'] if n.startswith('tests/unit/test_ledger') and n not in excluded]
+    picked = canary_tests(trees[0], cfg, excluded)
+    log('canaries: %s' % ', '.join('%s by %s' % kv for kv in sorted(picked.items())))
     for tree in trees:
-        for name, tests in (('_core/ledger.py', inprocess_tests[:1]), ('_edits/engine.py', subprocess_tests[:1])):
-            if not tests:
-                raise SystemExit('canary: no test to run it with')
+        for name, test in sorted(picked.items()):
+            tests = [test]
             original = (tree / cfg['source'] / name).read_text(encoding='utf-8')
             mutant = {'file': name, 'code': original + CANARY}
             outcome, out, _s = judge(tree, cfg, mutant, original, tests, 60, 30)
@@ -894,10 +1073,10 @@ def write_report(run_dir, meta, rows, records, out_dir):
 
 
 def print_table(rows):
-    print('%-22s %7s %7s %9s %9s %11s %8s %8s' % ('file', 'mutants', 'killed', 'timed out', 'survived', 'equivalent',
+    print('%-26s %7s %7s %9s %9s %11s %8s %8s' % ('file', 'mutants', 'killed', 'timed out', 'survived', 'equivalent',
                                                   'not run', 'score'))
     for r in rows:
-        print('%-22s %7d %7d %9d %9d %11d %8d %8s' % (
+        print('%-26s %7d %7d %9d %9d %11d %8d %8s' % (
             r['file'], r['total'], r[KILLED], r[TIMEOUT], r[SURVIVED] + r[UNCOVERED], r[EQUIVALENT], r[NOT_RUN],
             '-' if r['score'] is None else '%.1f%%' % r['score']))
 
@@ -910,6 +1089,7 @@ def save_sessions(run_dir, cfg, files, records):
     folder = run_dir / 'sessions'
     folder.mkdir(exist_ok=True)
     for name in files:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         with use_db(str(folder / (name + '.sqlite')), WorkDB.Mode.create) as db:
             items, results = [], []
             for r in (r for r in records if r['file'] == name):
@@ -937,14 +1117,13 @@ def rescore(report_json):
     with open(report_json) as f:
         data = json.load(f)
     records = data['mutants']
-    sources = {}
+    if any('scope' not in r for r in records):
+        raise SystemExit('%s was written by an older run.py (its mutants name no scope): run it again' % report_json)
     for r in records:
         if r['outcome'] == EQUIVALENT:
             continue
-        src = sources.setdefault(r['file'], (REPO / cfg['source'] / r['file']).read_text().splitlines())
-        # the report was made on another tree maybe: match by the line text the report kept
-        line = r['old'] if r['old'] else (src[r['start'][0] - 1] if r['start'][0] <= len(src) else '')
-        reason = equivalent_reason(r, equivalents, line)
+        # matched by what the report kept of each mutant (line text, scope, twins), not by today's files
+        reason = equivalent_reason(r, equivalents)
         if reason:
             r.update(outcome=EQUIVALENT, reason=reason, was=r['outcome'])
     files = [row['file'] for row in data['files']]
@@ -1005,6 +1184,16 @@ def mark_rechecked(records, killed, tests):
         r.update(was=r['outcome'], outcome=outcome, killed_by=mutant['killed_by'], rechecked_with=list(tests))
 
 
+def clean_run(tree, tests, timeout=1800):
+    """None when the tests pass on this (unmutated) copy, else why not: a test that fails there would "kill"
+    every mutant it judges."""
+    rc, out, secs = run_tests(tree, ['-q', '--'] + list(tests), test_env(tree), timeout)
+    if rc == 0:
+        return None
+    return ('rc=%s after %.0f s; a recheck judges mutants only with tests that pass on the unmutated code. '
+            'Output:\n%s' % (rc, secs, out[-4000:]))
+
+
 def recheck(args, cfg):
     """Judge a report's survivors again with the given tests only (no test map): the mutants they kill are
     marked killed in the report (killed_by, rechecked_with), which is written again with its per-file scores.
@@ -1032,8 +1221,12 @@ def recheck(args, cfg):
     try:
         if not args.no_fork_server:
             start_fork_servers(trees, run_dir)
-        canary_map = {'tests': {'tests/unit/test_ledger.py': {}, 'tests/module/test_containerd_info.py': {}}}
-        check_canaries(trees, cfg, canary_map, {})
+        log('recheck: running %s on the unmutated copy first' % ' '.join(args.with_tests))
+        failed = clean_run(trees[0], args.with_tests)
+        if failed:
+            log('recheck refused: %s do not pass on the unmutated copy (%s)' % (' '.join(args.with_tests), failed))
+            return 2
+        check_canaries(trees, cfg, {})
         originals, work, produced = {}, queue.Queue(), threading.Event()
         by_key = {}
         for name, file_keys in sorted(keys.items()):
@@ -1077,6 +1270,25 @@ def recheck(args, cfg):
     return 0
 
 
+def list_stale_equivalents(cfg, equivalents, files=None):
+    """Print the entries of equivalents.toml that name no mutant (stale, or ambiguous: a line the file has
+    more than once, without the scope that says which) and the mutants two entries name; 1 when there are."""
+    entries = [e for e in equivalents if not files or e['file'] in files]
+    found, stale = equivalents_status(REPO, cfg, entries, source_files(cfg))
+    named = {}
+    for i, hits in found.items():
+        for m in hits:
+            named.setdefault((m['file'], m['operator'], m['start'][0], m['start'][1]), []).append(i)
+    twice = [(k, v) for k, v in sorted(named.items()) if len(v) > 1]
+    for e, why in stale:
+        print('stale: %s %s %r -> %r: %s' % (e['file'], e['operator'], e['line'].strip(), e['mutated'].strip(), why))
+    for (name, op, line, _col), idx in twice:
+        print('named by %d entries: %s:%d %s' % (len(idx), name, line, op))
+    log('equivalents.toml: %d entries checked, %d name a mutant, %d stale, %d mutants named twice'
+        % (len(entries), len(found), len(stale), len(twice)))
+    return 1 if stale or twice else 0
+
+
 # --------------------------------------------------------------------- main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
@@ -1109,7 +1321,11 @@ def main(argv=None):
                     help="judge that report's survivors again with --with-tests only (no test map) and mark "
                          "those killed in it, with the tests that killed them; --files limits it to some files")
     ap.add_argument('--with-tests', nargs='+', default=[], metavar='TEST',
-                    help='with --recheck: the test files or node ids that judge the survivors')
+                    help='with --recheck: the test files or node ids that judge the survivors (they must pass on '
+                         'the unmutated copy, or the recheck is refused)')
+    ap.add_argument('--stale-equivalents', action='store_true',
+                    help='run nothing: list the entries of equivalents.toml (of --files) that name no mutant of the '
+                         'working tree, and exit 1 if there are')
     args = ap.parse_args(argv)
     if args.rescore:
         return rescore(Path(args.rescore))
@@ -1123,6 +1339,8 @@ def main(argv=None):
     except ImportError:
         raise SystemExit('cosmic-ray is not installed in this Python (%s): run `make deps`' % sys.executable)
     cfg, equivalents = load_config()
+    if args.stale_equivalents:
+        return list_stale_equivalents(cfg, equivalents, args.files)
     if args.operators:
         cfg['operators'] = args.operators
     cfg.setdefault('operators', 'mutmut')
@@ -1169,7 +1387,7 @@ def main(argv=None):
         log('operators: %s (%d cosmic-ray operators)' % (cfg['operators'], len(operator_names)))
         if not args.no_fork_server:
             start_fork_servers(trees, run_dir)
-        check_canaries(trees, cfg, trace, excluded)
+        check_canaries(trees, cfg, excluded)
 
         records, originals, queued = [], {}, [0]
         work, produced = queue.Queue(), threading.Event()
@@ -1190,7 +1408,6 @@ def main(argv=None):
         def produce_file(name):
             code, mutants = make_mutants(trees[0], cfg, name, only_lines=only.get(name) if only else None)
             originals[name] = code
-            src_lines = code.splitlines()
             if args.limit is not None and len(mutants) > args.limit:
                 step = len(mutants) / float(args.limit)
                 mutants = [mutants[int(i * step)] for i in range(args.limit)]
@@ -1198,7 +1415,7 @@ def main(argv=None):
             groups = {}
             for m in mutants:
                 records.append(m)
-                reason = equivalent_reason(m, equivalents, src_lines[m['start'][0] - 1])
+                reason = equivalent_reason(m, equivalents)
                 if reason:
                     m.update(outcome=EQUIVALENT, reason=reason)
                     continue
