@@ -49,6 +49,7 @@ LEFTOVERS = {
     '.ruff_cache/x': 'x',
     '.coverage': HOST,
     'htmlcov/index.html': HOST,
+    'changelogs/.plugin-cache.yaml': HOST,
 }
 
 
