@@ -30,7 +30,7 @@ try:
 except ImportError:  # Python < 3.11: tomlkit reads the dump too
     tomllib = None
 
-from conftest import ModuleRunner
+from helpers.modules import ModuleRunner
 
 OWNER = 'differential'
 NEW_RUNTIME = 'ngdiff'

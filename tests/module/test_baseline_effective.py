@@ -14,14 +14,7 @@ import os
 import pytest
 import tomlkit
 
-from conftest import (
-    CONTAINERD_1,
-    CONTAINERD_17,
-    CONTAINERD_2,
-    config_dump,
-    fixture_text,
-    read,
-)
+from helpers.common import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, config_dump, fixture_text, read
 
 MOD = 'containerd_baseline'
 CRI2 = 'io.containerd.grpc.v1.cri'

@@ -22,7 +22,7 @@ import subprocess
 import pytest
 import tomlkit
 
-from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, config_dump, read
+from helpers.common import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, config_dump, read
 
 MOD = 'containerd_baseline'
 CRI2 = 'io.containerd.grpc.v1.cri'

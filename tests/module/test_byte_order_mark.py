@@ -11,7 +11,7 @@ import os
 
 import tomlkit
 
-from conftest import CONTAINERD_1, CONTAINERD_2, assert_containerd_accepts, fixture_text, read
+from helpers.common import CONTAINERD_1, CONTAINERD_2, assert_containerd_accepts, fixture_text, read
 
 BOM = b'\xef\xbb\xbf'
 NVIDIA_BIN = '/usr/bin/nvidia-container-runtime'

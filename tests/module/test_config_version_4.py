@@ -6,7 +6,7 @@ refused before any write, and a version 4 drop-in under a version 3 config.toml 
 
 import os
 
-from conftest import binary_of, read, without_containerd
+from helpers.common import binary_of, read, without_containerd
 
 V4 = """version = 4
 imports = []

@@ -12,14 +12,7 @@ import time
 import pytest
 import tomlkit
 
-from conftest import (
-    CONTAINERD_1,
-    CONTAINERD_2,
-    assert_containerd_accepts,
-    config_dump,
-    fixture_text,
-    read,
-)
+from helpers.common import CONTAINERD_1, CONTAINERD_2, assert_containerd_accepts, config_dump, fixture_text, read
 
 MOD = 'containerd_baseline'
 CRI2 = 'io.containerd.grpc.v1.cri'
@@ -567,7 +560,7 @@ def test_restore_keeps_a_dropin_adopted_as_it_was_before_the_baseline(config, ru
     assert done['removed_files'] == [] and os.path.exists(nydus)
 
 
-# ---------------------------------------------------------------- surviving mutants
+# ---------------------------------------------------------------- the lock, and the details of a snapshot
 def test_a_snapshot_waits_for_the_configs_lock(config, run_module, base):
     """A snapshot reads the tree under config.toml's lock: an editor holding it makes the snapshot wait, then
     fail with the lock's own message, and nothing is stored."""

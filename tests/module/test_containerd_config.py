@@ -16,12 +16,11 @@ import os
 
 import pytest
 
-from conftest import assert_containerd_accepts, binary_of, read
+from helpers.common import assert_containerd_accepts, binary_of, read
+from helpers.trees import CDI_DROPIN, DROPIN_MAIN, NODES
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import lock_path_for
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
-from test_runtime_batch import DROPIN_MAIN, NODES
-from test_setting_batch import DROPIN
 
 KATA = '/opt/kata/bin/containerd-shim-kata-v2'
 NYDUS = '''version = %d
@@ -223,7 +222,7 @@ def test_a_key_a_drop_in_decides_goes_there_and_the_rest_to_config_toml(run_modu
     """enable_cdi is decided by a drop-in (2.x merges it): that part goes there, the others to config.toml,
     as separate calls would put them; the one result still lists every entry, and absent undoes both files."""
     binary = binary_of('2')
-    dropin = config(DROPIN, filename='cdi.toml')
+    dropin = config(CDI_DROPIN, filename='cdi.toml')
     path = config(DROPIN_MAIN % dropin)
     original, dropin_original = read(path, 'rb'), read(dropin, 'rb')
     settings = [dict(key='cri.enable_cdi', value=True), dict(key='cri.cdi_spec_dirs', value=['/etc/cdi'])]

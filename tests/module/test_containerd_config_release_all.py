@@ -11,11 +11,10 @@ import json
 
 import pytest
 
-from conftest import assert_containerd_accepts, binary_of, read
+from helpers.common import assert_containerd_accepts, binary_of, read
+from helpers.trees import CDI_DROPIN, DROPIN_MAIN, NODES
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
-from test_runtime_batch import DROPIN_MAIN, NODES
-from test_setting_batch import DROPIN
 
 NVIDIA = dict(name='nvidia', options={'BinaryName': '/usr/bin/nvidia-container-runtime'}, default=True)
 RUNC = dict(name='runc', options={'BinaryName': '/usr/bin/nvidia-container-runtime'})
@@ -99,7 +98,7 @@ def test_release_all_finds_the_records_of_a_drop_in(run_module, config):
     """On containerd 2.x a drop-in decides enable_cdi, so the install wrote it there (with that file's ledger):
     release_all finds the record in the drop-in's ledger and both files get their bytes back."""
     binary = binary_of('2')
-    dropin = config(DROPIN, filename='cdi.toml')
+    dropin = config(CDI_DROPIN, filename='cdi.toml')
     path = config(DROPIN_MAIN % dropin)
     original, dropin_original = read(path, 'rb'), read(dropin, 'rb')
     res = run_module('containerd_config', path=path, owner='gpu', containerd_bin=binary, settings=CDI,

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 import tomlkit
 
-from conftest import CONTAINERD_1, CONTAINERD_2, assert_containerd_accepts, config_dump, read
+from helpers.common import CONTAINERD_1, CONTAINERD_2, assert_containerd_accepts, config_dump, read
 
 V2_CRI = 'io.containerd.grpc.v1.cri'
 V3_CRI = 'io.containerd.cri.v1.runtime'

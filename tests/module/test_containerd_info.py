@@ -16,19 +16,10 @@ import sys
 import pytest
 import tomlkit
 
-from conftest import (
-    COLLECTIONS_ROOT,
-    CONTAINERD_1,
-    CONTAINERD_17,
-    CONTAINERD_2,
-    FIXTURES,
-    REPO,
-    assert_containerd_accepts,
-    config_dump,
-    nvidia_tree,
-    read,
-    without_containerd,
-)
+from helpers.common import (
+    COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, REPO, assert_containerd_accepts,
+    config_dump, nvidia_tree, read, without_containerd)
+from helpers.readiness import fake_journalctl
 
 MOD = 'containerd_info'
 V2_CRI = 'io.containerd.grpc.v1.cri'
@@ -512,29 +503,6 @@ def test_commands_and_node_name_as_the_shell_finds_them(info, config, tmp_path):
 
 
 # ------------------------------------------------------------------ starts of containerd from its journal
-FAKE_JOURNALCTL = '''#!/bin/sh
-printf '%%s\\n' "$*" >> %(calls)s
-[ -n "%(fail)s" ] && { echo "Failed to open journal: %(fail)s" >&2; exit 1; }
-cat <<'ENTRIES'
-{"MESSAGE_ID":"39f53479d3a045ac8e11786248231fbf","UNIT":"containerd.service","JOB_TYPE":"start",\
-"MESSAGE":"Started containerd.service - containerd container runtime."}
-{"_SYSTEMD_UNIT":"containerd.service","MESSAGE":"Started containerd (not systemd's entry: containerd's own log line)"}
-{"MESSAGE_ID":"9d1aaa27d60140bd96365438aad20286","UNIT":"containerd.service","MESSAGE":"Stopped containerd.service - containerd container runtime."}
--- Boot 0c8e... --
-{"MESSAGE_ID":"39f53479d3a045ac8e11786248231fbf","UNIT":"containerd.service","MESSAGE":"Started containerd container runtime."}
-ENTRIES
-'''
-
-
-def fake_journalctl(folder, fail=''):
-    os.makedirs(folder)
-    calls = os.path.join(folder, 'calls')
-    with open(os.path.join(folder, 'journalctl'), 'w') as f:
-        f.write(FAKE_JOURNALCTL % dict(calls=calls, fail=fail))
-    os.chmod(os.path.join(folder, 'journalctl'), 0o755)
-    return calls
-
-
 def test_starts_of_containerd_since_a_time_are_counted_from_its_journal(info, config, tmp_path):
     """systemd's own Started entries (by catalog id), not containerd's log lines that say so, nor stops."""
     path = config('v2_debian_stock.toml')

@@ -14,7 +14,7 @@ import tarfile
 
 import pytest
 
-from conftest import REPO, make_tar, read
+from helpers.common import REPO, make_tar, read
 
 SHIM = 'bin/containerd-shim-kata-v2'
 QEMU = 'share/defaults/kata-containers/configuration-qemu.toml'

@@ -10,7 +10,16 @@ import sys
 
 import pytest
 
-from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, REPO, module_result, silent_containerd
+from helpers.common import (
+    COLLECTIONS_ROOT,
+    CONTAINERD_1,
+    CONTAINERD_17,
+    CONTAINERD_2,
+    FIXTURES,
+    REPO,
+    silent_containerd,
+)
+from helpers.modules import PlainModuleRunner
 
 BINARIES = {'1.6': CONTAINERD_1, '1.7': CONTAINERD_17, '2.1': CONTAINERD_2}
 
@@ -30,28 +39,8 @@ with open(os.path.join(FIXTURES, 'nvidia-ctk',
 
 @pytest.fixture
 def run_module(workdir):
-    """conftest's runner, without the state_dir it adds for the editing modules (this one has no ledger)."""
-    tmp = os.path.join(workdir, 'ansible-tmp')
-    os.makedirs(tmp)
-    calls = []
-
-    def run(_module, check=False, expect_fail=False, **args):
-        args.update(_ansible_check_mode=check, _ansible_diff=False, _ansible_tmpdir=tmp, _ansible_remote_tmp=tmp,
-                    _ansible_keep_remote_files=False)
-        calls.append(1)
-        argfile = os.path.join(tmp, 'args-%d.json' % len(calls))
-        with open(argfile, 'w') as f:
-            json.dump({'ANSIBLE_MODULE_ARGS': args}, f)
-        env = dict(os.environ)
-        env['PYTHONPATH'] = COLLECTIONS_ROOT + os.pathsep + env.get('PYTHONPATH', '')
-        proc = subprocess.run([sys.executable, '-m', 'ansible_collections.nodeguard.containerd.plugins.modules.'
-                               + _module, argfile], capture_output=True, text=True, env=env, timeout=300, check=False)
-        result = module_result(_module, proc)
-        if bool(result.get('failed')) != expect_fail:
-            raise AssertionError('module %s %s: %s' % (_module, 'failed' if result.get('failed') else 'did not fail',
-                                                       json.dumps(result, indent=1)[:4000]))
-        return result
-    return run
+    """conftest's runner without the state_dir it adds for the editing modules (containerd_preflight has none)."""
+    return PlainModuleRunner(workdir)
 
 
 def binary(version):

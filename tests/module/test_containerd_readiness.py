@@ -16,12 +16,11 @@ import re
 import stat
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
-import test_containerd_info
-from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_2, REPO
+from helpers.common import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_2, REPO
+from helpers.readiness import CRI, RUNC, check, fake_journalctl
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.drift import (
@@ -32,72 +31,14 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.ku
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.probe import probe_argv
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import dotted_path
 
-MODULE = 'containerd_readiness'
-CRI = 'io.containerd.grpc.v1.cri'
-RUNC = ['plugins', CRI, 'containerd', 'runtimes', 'runc']
-SYSTEMCTL_ACTIVE = '#!/bin/sh\nprintf "ActiveState=active\\nSubState=running\\nResult=success\\nLoadState=loaded\\n"\n'
-
-
-@pytest.fixture
-def node(workdir):
-    """A real containerd on a private socket (named by the config's grpc.address) and an active systemd unit."""
-    started = []
-
-    def start(binary=CONTAINERD_1, extra='', version=2):
-        if binary is None:
-            pytest.fail('no containerd binary: run `make deps`')
-        base = tempfile.mkdtemp(prefix='ng-rd-', dir='/run' if os.access('/run', os.W_OK) else None)
-        bin_dir = os.path.join(base, 'bin')
-        os.makedirs(bin_dir)
-        with open(os.path.join(bin_dir, 'systemctl'), 'w') as f:
-            f.write(SYSTEMCTL_ACTIVE)
-        os.chmod(os.path.join(bin_dir, 'systemctl'), 0o755)
-        cri = CRI if version == 2 else 'io.containerd.cri.v1.runtime'
-        cfg = os.path.join(workdir, 'config.toml')
-        with open(cfg, 'w') as f:
-            f.write('version = {v}\nroot = "{b}/root"\nstate = "{b}/state"\n[grpc]\n  address = "{b}/c.sock"\n'
-                    '[plugins."io.containerd.internal.v1.opt"]\n  path = "{b}/opt"\n'
-                    '[plugins."{cri}".containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n{x}'
-                    .format(v=version, b=base, cri=cri, x=extra))
-        proc = subprocess.Popen([binary, '--config', cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        started.append((proc, base))
-        ctr = os.path.join(os.path.dirname(binary), 'ctr')
-        for dummy in range(200):
-            if subprocess.run([ctr, '--address', base + '/c.sock', 'version'], capture_output=True,
-                              check=False).returncode == 0:
-                break
-            assert proc.poll() is None, 'containerd did not start'
-            subprocess.run(['sleep', '0.1'], check=False)
-        return dict(config=cfg, base=base, binary=binary, env=dict(PATH=bin_dir + os.pathsep + os.environ['PATH']),
-                    address=base + '/c.sock')
-    yield start
-    for proc, base in started:
-        proc.terminate()
-        proc.wait(20)
-        for sub in ('state', 'root'):
-            subprocess.run(['umount', '-R', os.path.join(base, sub)], capture_output=True, check=False)
-        subprocess.run(['rm', '-rf', base], check=False)
-
-
-def check(run_module, n, expect_fail=False, **args):
-    args.setdefault('kubernetes', 'false')
-    args.setdefault('probe', False)
-    args.setdefault('timeout', 20)
-    r = run_module(MODULE, expect_fail=expect_fail, path=n['config'], containerd_bin=n['binary'], env=n['env'], **args)
-    assert r['changed'] is False
-    report = r['readiness']
-    report['by_name'] = dict((c['name'], c) for c in report['checks'])
-    return r, report
-
-
 # ------------------------------------------------------------------ the checks, through the module
 @pytest.mark.parametrize('binary,version,ids', [
     pytest.param(CONTAINERD_1, 2, [CRI], id='containerd-1.6'),
     pytest.param(CONTAINERD_2, 3, [CRI, 'io.containerd.cri.v1.runtime', 'io.containerd.cri.v1.images'],
                  id='containerd-2.1'),
 ])
-def test_a_working_node_is_ready(run_module, node, binary, version, ids):
-    n = node(binary, version=version)
+def test_a_working_node_is_ready(run_module, readiness_node, binary, version, ids):
+    n = readiness_node(binary, version=version)
     r, report = check(run_module, n)
     assert report['ok'] is True and report['failed'] == [], report
     assert r['msg'].endswith(': READY') and report['summary'] in r['msg']
@@ -116,8 +57,8 @@ def test_a_working_node_is_ready(run_module, node, binary, version, ids):
     assert 'ok' in report['by_name']['cri_plugin']['reason']
 
 
-def test_a_missing_handler_fails_the_node_and_the_task(run_module, node):
-    n = node()
+def test_a_missing_handler_fails_the_node_and_the_task(run_module, readiness_node):
+    n = readiness_node()
     r, report = check(run_module, n, expect_fail=True, handlers=['runc', {'name': 'nvidia', 'probe': False}])
     assert not report['ok'] and report['failed'] == ['handler:nvidia']
     assert 'no runtime nvidia in the effective config (has: runc)' in report['by_name']['handler:nvidia']['reason']
@@ -129,20 +70,20 @@ def test_a_missing_handler_fails_the_node_and_the_task(run_module, node):
     assert report['ok'] and report['warnings'] == ['handler:nvidia', 'probe:nvidia'], report
 
 
-def test_handler_settings_come_from_the_live_config(run_module, node):
+def test_handler_settings_come_from_the_live_config(run_module, readiness_node):
     extra = ('[plugins."%s".containerd.runtimes.nvidia]\n  runtime_type = "io.containerd.runc.v2"\n'
              '[plugins."%s".containerd.runtimes.nvidia.options]\n  BinaryName = "/usr/bin/nvidia-container-runtime"\n'
              % (CRI, CRI))
-    n = node(extra=extra)
+    n = readiness_node(extra=extra)
     report = check(run_module, n, handlers=['nvidia'])[1]
     assert report['ok'], report
     reason = report['by_name']['handler:nvidia']['reason']
     assert 'io.containerd.runc.v2 BinaryName=/usr/bin/nvidia-container-runtime' in reason
 
 
-def test_imports_missing_duplicate_and_nested(run_module, node, workdir):
+def test_imports_missing_duplicate_and_nested(run_module, readiness_node, workdir):
     """The engine's walk: a missing import, one file imported twice, a nested relative import."""
-    n = node()
+    n = readiness_node()
     etc = os.path.dirname(n['config'])
     conf_d = os.path.join(etc, 'conf.d')
     os.makedirs(conf_d)
@@ -170,8 +111,8 @@ def test_imports_missing_duplicate_and_nested(run_module, node, workdir):
     assert [e['exists'] for e in imports if e['glob']] == [True, False]
 
 
-def test_an_imported_file_that_is_not_toml(run_module, node):
-    n = node()
+def test_an_imported_file_that_is_not_toml(run_module, readiness_node):
+    n = readiness_node()
     bad = os.path.join(os.path.dirname(n['config']), 'bad.toml')
     with open(bad, 'w') as f:
         f.write('version = 2\nimports = [ , "/x.toml"]\n')  # what the CoCo operator left behind
@@ -185,8 +126,8 @@ def test_an_imported_file_that_is_not_toml(run_module, node):
     assert bad in report['by_name']['imports_exist']['reason']
 
 
-def test_containerd_down_fails_with_the_unit_state(run_module, node, workdir):
-    n = node()
+def test_containerd_down_fails_with_the_unit_state(run_module, readiness_node, workdir):
+    n = readiness_node()
     with open(os.path.join(n['env']['PATH'].split(os.pathsep)[0], 'systemctl'), 'w') as f:
         f.write('#!/bin/sh\nprintf "ActiveState=failed\\nSubState=failed\\nResult=exit-code\\nLoadState=loaded\\n"\n')
     report = check(run_module, n, fail=False, timeout=1, handlers=[{'name': 'runc', 'probe': True}])[1]
@@ -195,8 +136,8 @@ def test_containerd_down_fails_with_the_unit_state(run_module, node, workdir):
     assert report['by_name']['probe:runc']['reason'].startswith('containerd not ready')
 
 
-def test_report_path_and_check_mode(run_module, node, workdir):
-    n = node()
+def test_report_path_and_check_mode(run_module, readiness_node, workdir):
+    n = readiness_node()
     path = os.path.join(workdir, 'readiness.json')
     check(run_module, n, check=True, report_path=path)
     assert not os.path.exists(path)
@@ -206,9 +147,9 @@ def test_report_path_and_check_mode(run_module, node, workdir):
     assert written['summary'] == report['summary'] and written['ok'] is True
 
 
-def test_module_defaults_of_the_action_group_reach_it(workdir, node):
+def test_module_defaults_of_the_action_group_reach_it(workdir, readiness_node):
     """In group/nodeguard.containerd.containerd: the options module_defaults sets there are accepted."""
-    n = node()
+    n = readiness_node()
     play = os.path.join(workdir, 'play.yml')
     with open(play, 'w') as f:
         f.write('''- hosts: localhost
@@ -242,7 +183,7 @@ def run_play(workdir, play, interpreter, env, *extra):
                           capture_output=True, text=True, env=environ, timeout=300, check=False)
 
 
-def test_ready_with_tomlkit_only_for_the_interpreter_ansible_uses(workdir, node):
+def test_ready_with_tomlkit_only_for_the_interpreter_ansible_uses(workdir, readiness_node):
     """The former helper ran /usr/bin/python3; the module runs with ansible_python_interpreter.
 
     On this machine tomlkit is installed for the test venv's Python only. The role's checks, run with that
@@ -254,7 +195,7 @@ def test_ready_with_tomlkit_only_for_the_interpreter_ansible_uses(workdir, node)
     assert subprocess.run([system, '-c', 'import tomlkit'], capture_output=True, check=False).returncode != 0, \
         'tomlkit is installed for /usr/bin/python3 here: this test cannot tell the interpreters apart'
     assert subprocess.run([sys.executable, '-c', 'import tomlkit'], check=False).returncode == 0
-    n = node()
+    n = readiness_node()
     play = os.path.join(workdir, 'role.yml')
     with open(play, 'w') as f:
         f.write('''- hosts: localhost
@@ -420,9 +361,9 @@ def test_parse_key_path_quotes():
     assert dotted_path(RUNC) == RUNC_PATH
 
 
-def test_drift_check_through_the_module(run_module, node, workdir):
+def test_drift_check_through_the_module(run_module, readiness_node, workdir):
     """The baseline_drift check in the report: a dict result (as registered), accounted by the config's ledger."""
-    n = node()
+    n = readiness_node()
     item = {'key': 'cri.runtimes.runc', 'path': RUNC_PATH, 'change': 'changed', 'before': RUNC_TABLE,
             'after': dict(RUNC_TABLE, options={'SystemdCgroup': True, 'BinaryName': '/x'})}
     state = os.path.join(workdir, 'state')
@@ -493,8 +434,8 @@ def test_kubernetes_node_not_ready(tmp_path):
     assert res['ran'] and not res['ready'] and 'KubeletNotReady' in res['reason']
 
 
-def test_kubernetes_checks_in_the_report(run_module, node, tmp_path):
-    n = node()
+def test_kubernetes_checks_in_the_report(run_module, readiness_node, tmp_path):
+    n = readiness_node()
     kubectl, kubeconfig = fake_kubectl(tmp_path, True, {'etcd': 'Pending'})
     r, report = check(run_module, n, expect_fail=True, kubernetes='auto', kubectl=kubectl, kubeconfig=[kubeconfig],
                       node_name='node1', static_pods=['etcd'], kube_timeout=0)
@@ -509,12 +450,12 @@ def test_kubernetes_checks_in_the_report(run_module, node, tmp_path):
 
 
 # ------------------------------------------------------------------ containerd's starts since the run began
-def test_starts_since_counts_the_units_starts_in_the_report_the_fleet_report_takes(run_module, node, tmp_path):
+def test_starts_since_counts_the_units_starts_in_the_report_the_fleet_report_takes(run_module, readiness_node, tmp_path):
     """The count containerd_info makes (systemd's own Started entries since the moment), in the readiness report
     (nodeguard_readiness.service_starts), after the checks; without starts_since there is none."""
-    n = node()
+    n = readiness_node()
     fake = str(tmp_path / 'journal-bin')
-    calls = test_containerd_info.fake_journalctl(fake)
+    calls = fake_journalctl(fake)
     env = dict(n['env'], PATH=fake + os.pathsep + n['env']['PATH'])
     r, report = check(run_module, dict(n, env=env), starts_since=1796488763.12, service='containerd')
     assert report['ok'] is True, report
@@ -525,7 +466,7 @@ def test_starts_since_counts_the_units_starts_in_the_report_the_fleet_report_tak
     assert 'service_starts' not in report
     # a journal that cannot be read: no count, the reason, and the node is still judged by its checks
     fake2 = str(tmp_path / 'journal-bin-2')
-    test_containerd_info.fake_journalctl(fake2, fail='Permission denied')
+    fake_journalctl(fake2, fail='Permission denied')
     r, report = check(run_module, dict(n, env=dict(n['env'], PATH=fake2 + os.pathsep + n['env']['PATH'])),
                       starts_since=5)
     assert report['ok'] is True and report['service_starts']['count'] is None

@@ -17,12 +17,10 @@ import os
 
 import pytest
 
-import test_containerd_readiness as readiness
-from conftest import CONTAINERD_2
+from helpers.common import CONTAINERD_2
+from helpers.readiness import check
 
 # the real containerd on a private socket (a fixture), and one readiness call on it
-node = readiness.node
-check = readiness.check
 
 BASELINE = 'ready-test'
 # when each check ran and how long it waited: not part of what must be equal
@@ -66,8 +64,8 @@ def snapshot(run_module, n, store):
                       containerd_bin=n['binary'], env=n['env'])
 
 
-def test_no_baseline_skips(run_module, node, store):
-    n = node()
+def test_no_baseline_skips(run_module, readiness_node, store):
+    n = readiness_node()
     entry, report = same_report(run_module, n, store)
     assert entry['status'] == 'skip' and not entry['required'], entry
     assert 'there is no baseline %r' % BASELINE in entry['reason']
@@ -78,8 +76,8 @@ def test_no_baseline_skips(run_module, node, store):
     pytest.param(None, 2, id='containerd-1.6'),
     pytest.param(CONTAINERD_2, 3, id='containerd-2.1'),
 ])
-def test_baseline_without_drift_passes(run_module, node, store, binary, version):
-    n = node(binary, version=version) if binary else node()
+def test_baseline_without_drift_passes(run_module, readiness_node, store, binary, version):
+    n = readiness_node(binary, version=version) if binary else readiness_node()
     snapshot(run_module, n, store)
     entry, report = same_report(run_module, n, store, baseline_fails=False)
     assert entry == dict(name='baseline_drift', status='pass', required=True,
@@ -87,8 +85,8 @@ def test_baseline_without_drift_passes(run_module, node, store, binary, version)
     assert report['drift'] == dict(status='pass', reason=entry['reason'], unaccounted=[], accounted=[])
 
 
-def test_drift_an_owner_recorded_is_accounted(run_module, node, store):
-    n = node()
+def test_drift_an_owner_recorded_is_accounted(run_module, readiness_node, store):
+    n = readiness_node()
     snapshot(run_module, n, store)
     # an install role's change of a protected key (the default runtime), recorded in the ledger
     run_module('containerd_runtime', name='nvidia', state='present', default=True, owner='gpu_toolkit',
@@ -99,8 +97,8 @@ def test_drift_an_owner_recorded_is_accounted(run_module, node, store):
         path='plugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name', change='added', by='gpu_toolkit')]
 
 
-def test_unaccounted_drift_fails_naming_the_key(run_module, node, store):
-    n = node()
+def test_unaccounted_drift_fails_naming_the_key(run_module, readiness_node, store):
+    n = readiness_node()
     snapshot(run_module, n, store)
     with open(n['config'], 'a') as f:   # by hand: no ledger record
         f.write('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroup = true\n')
@@ -112,8 +110,8 @@ def test_unaccounted_drift_fails_naming_the_key(run_module, node, store):
     assert report['failed'] == ['baseline_drift'] and not report['ok']
 
 
-def test_damaged_baseline_fails(run_module, node, store):
-    n = node()
+def test_damaged_baseline_fails(run_module, readiness_node, store):
+    n = readiness_node()
     taken = snapshot(run_module, n, store)
     with open(os.path.join(taken['snapshot'], 'manifest.json'), 'w') as f:
         f.write('{"format": ')
@@ -123,9 +121,9 @@ def test_damaged_baseline_fails(run_module, node, store):
     assert not report['ok']
 
 
-def test_a_given_result_wins(run_module, node, store):
+def test_a_given_result_wins(run_module, readiness_node, store):
     """drift_result still decides when given: the module does not compare on its own then."""
-    n = node()
+    n = readiness_node()
     snapshot(run_module, n, store)
     with open(n['config'], 'a') as f:
         f.write('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroup = true\n')
@@ -134,14 +132,14 @@ def test_a_given_result_wins(run_module, node, store):
     assert entry['status'] == 'pass', entry
 
 
-def test_the_drift_check_starts_no_second_containerd(run_module, node, store, workdir):
+def test_the_drift_check_starts_no_second_containerd(run_module, readiness_node, store, workdir):
     """The running containerd is the readiness check's load test: the drift check asks only for a config dump.
 
     Every call of the containerd binary the module makes is logged by a
     wrapper (with ctr beside it, as on a node, so a load test could run): a
     ``--version`` or a ``config dump``, never a daemon started on the file.
     """
-    n = node()
+    n = readiness_node()
     snapshot(run_module, n, store)
     bin_dir = os.path.join(workdir, 'logged-bin')
     os.makedirs(bin_dir)

@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from conftest import CONTAINERD_1, CONTAINERD_2, FIXTURES
+from helpers.common import CONTAINERD_1, CONTAINERD_2, FIXTURES
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.restart import (
     dump_fingerprint,

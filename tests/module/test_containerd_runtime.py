@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from conftest import CONTAINERD_1, assert_containerd_accepts, config_dump, read
+from helpers.common import CONTAINERD_1, assert_containerd_accepts, config_dump, read
 
 import tomlkit
 
@@ -341,3 +341,85 @@ def test_builtin_check_refuses_what_config_dump_accepts(run_module, config):
                      expect_fail=True)
     assert "default_runtime_name is 'nvidia'" in res['msg'] and 'runc' in res['msg']
     assert read(path, 'rb') == original
+
+
+# ------------------------------------------------------------------ Debian's stock file, a forced removal, check mode, version 3 merging
+
+
+def cri(path, plugin=V2_CRI):
+    return tomlkit.parse(read(path)).unwrap().get('plugins', {}).get(plugin, {})
+
+
+def test_debian_stock_config_runc_binaryname_round_trip(run_module, config):
+    """Debian's packaged config.toml has no runtimes table; runc is containerd's built-in one."""
+    path = config('v2_debian_stock.toml')
+    original = read(path, 'rb')
+    run_module('containerd_runtime', path=path, name='runc', owner='gpu', options={'BinaryName': NVIDIA_BIN})
+    assert cri(path)['containerd']['runtimes']['runc']['options']['BinaryName'] == NVIDIA_BIN
+    assert_containerd_accepts(path)
+    res = run_module('containerd_runtime', path=path, name='runc', owner='gpu', state='absent')
+    assert res['changed']
+    assert read(path, 'rb') == original
+
+
+def test_debian_stock_config_new_runtime_keeps_runc_on_1x(run_module, config, containerd_daemon):
+    """On 1.x the first runtimes table hides the built-in runc: nodeguard writes runc out, and takes it back."""
+    path = config('v2_debian_stock.toml')
+    original = read(path, 'rb')
+    res = run_module('containerd_runtime', path=path, name='nvidia', owner='gpu', options={'BinaryName': NVIDIA_BIN})
+    assert res['changed']
+    rts = cri(path)['containerd']['runtimes']
+    assert sorted(rts) == ['nvidia', 'runc'] and rts['runc']['runtime_type'] == 'io.containerd.runc.v2'
+    daemon = containerd_daemon(path)
+    assert daemon.up and daemon.plugins().get(V2_CRI) == 'ok', daemon.log_text()[-2000:]
+    daemon.stop()
+    # a second owner's runtime keeps runc alive when the first owner leaves
+    run_module('containerd_runtime', path=path, name='kata', owner='coco', runtime_type='io.containerd.kata.v2')
+    run_module('containerd_runtime', path=path, name='nvidia', owner='gpu', state='absent')
+    assert sorted(cri(path)['containerd']['runtimes']) == ['kata', 'runc']
+    assert_containerd_accepts(path)
+    run_module('containerd_runtime', path=path, name='kata', owner='coco', state='absent')
+    assert read(path, 'rb') == original
+
+
+def test_forced_removal_restores_the_recorded_default(run_module, config):
+    path = config('v2_kubeadm.toml')
+    run_module('containerd_runtime', path=path, name='kata', owner='coco', runtime_type='io.containerd.kata.v2',
+               inherit='none')
+    run_module('containerd_runtime', path=path, name='kata', owner='ops', default=True)
+    run_module('containerd_runtime', path=path, name='kata', owner='coco', state='absent', force=True)
+    assert cri(path)['containerd']['default_runtime_name'] == 'runc'
+    assert_containerd_accepts(path)
+
+
+def test_del_character_in_a_value_is_escaped(run_module, config):
+    path = config('v2_kubeadm.toml')
+    res = run_module('containerd_runtime', path=path, name='nvidia', options={'BinaryName': '/x\x7fy'})
+    assert res['changed']
+    assert cri(path)['containerd']['runtimes']['nvidia']['options']['BinaryName'] == '/x\x7fy'
+
+
+def test_check_mode_leaves_no_lock_file(run_module, config):
+    path = config('v2_kubeadm.toml')
+    run_module('containerd_runtime', path=path, name='nvidia', check=True)
+    assert os.listdir(os.path.dirname(path)) == ['config.toml']
+
+
+def test_check_mode_reports_mode_only_changes(run_module, config):
+    path = config('v2_kubeadm.toml')
+    os.chmod(path, 0o644)
+    run_module('containerd_runtime', path=path, name='runc', owner='x', options={'SystemdCgroup': True})
+    res = run_module('containerd_runtime', path=path, name='runc', owner='x', options={'SystemdCgroup': True},
+                     mode='0600', check=True)
+    assert res['changed'] and oct(os.stat(path).st_mode & 0o777) == '0o644'
+
+
+def test_version_3_means_containerd_2_merge_semantics(run_module, config):
+    """A minimal v3 file: a kata runtime merges with containerd 2.x's built-in runc."""
+    path = config('version = 3\n')
+    res = run_module('containerd_runtime', path=path, name='kata', owner='coco', runtime_type='io.containerd.kata.v2',
+                     inherit='none')
+    assert res['changed']
+    assert sorted(cri(path, 'io.containerd.cri.v1.runtime')['containerd']['runtimes']) == ['kata']
+    assert_containerd_accepts(path)
+    assert CONTAINERD_1

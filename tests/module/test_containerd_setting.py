@@ -4,7 +4,7 @@
 import pytest
 import tomlkit
 
-from conftest import CONTAINERD_17, assert_containerd_accepts, read
+from helpers.common import CONTAINERD_17, assert_containerd_accepts, read
 
 
 def data(path):
@@ -98,3 +98,19 @@ def test_creates_missing_section_and_removes_it_again(run_module, config):
     run_module('containerd_setting', path=path, key='images.disable_snapshot_annotations', owner='coco',
                state='absent')
     assert read(path) == text
+
+
+# ------------------------------------------------------------------ a file that holds only its version
+V2_CRI = 'io.containerd.grpc.v1.cri'
+
+
+def cri(path, plugin=V2_CRI):
+    return tomlkit.parse(read(path)).unwrap().get('plugins', {}).get(plugin, {})
+
+
+def test_setting_on_a_bare_version_file_round_trips(run_module, config):
+    path = config('version = 2\n')
+    run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='gpu', containerd_bin=CONTAINERD_17)
+    assert cri(path)['enable_cdi'] is True
+    run_module('containerd_setting', path=path, key='cri.enable_cdi', owner='gpu', state='absent', containerd_bin=CONTAINERD_17)
+    assert read(path) == 'version = 2\n'

@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
+from helpers.common import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
 from differential.judge import judge_tree
 from differential.trees import CTD_VERSIONS, generate
 

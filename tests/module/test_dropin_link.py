@@ -13,11 +13,10 @@ import os
 
 import pytest
 
-from conftest import assert_containerd_accepts, binary_of, read
+from helpers.common import assert_containerd_accepts, binary_of, read
+from helpers.trees import CDI_DROPIN, DROPIN_MAIN
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
-from test_runtime_batch import DROPIN_MAIN
-from test_setting_batch import DROPIN
 
 CDI = [dict(key='cri.enable_cdi', value=True)]
 
@@ -29,7 +28,7 @@ def linked_tree(workdir, config):
     os.makedirs(shared)
     real = os.path.join(shared, 'cdi.toml')
     with open(real, 'w') as f:
-        f.write(DROPIN)
+        f.write(CDI_DROPIN)
     os.makedirs(os.path.join(workdir, 'etc'), exist_ok=True)
     link = os.path.join(workdir, 'etc', 'cdi.toml')
     os.symlink(real, link)

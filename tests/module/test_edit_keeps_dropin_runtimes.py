@@ -7,10 +7,11 @@ nothing; the fix it names works."""
 
 import os
 
-from conftest import assert_containerd_accepts, binary_of, read
+from helpers.common import assert_containerd_accepts, binary_of, read
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
+import tomlkit
 
 MAIN = """version = 3
 imports = ["conf.d/kata-deploy.toml", "conf.d/10-cdi.toml"]
@@ -114,3 +115,35 @@ def test_the_fix_it_names_works_the_runtime_goes_to_the_version_2_drop_in(run_mo
     assert sorted(dumped['runtimes']) == ['extra', 'kata-qemu', 'nvidia', 'runc'], dumped
     assert dumped['runtimes']['runc']['options']['SystemdCgroup'] is True
     assert read(path) == MAIN
+
+
+# ------------------------------------------------------------------ a runtime a drop-in defines is changed there
+def test_runtime_defined_in_a_drop_in_is_not_shadowed(run_module, config, workdir):
+    dropin = os.path.join(workdir, 'etc', 'kata.toml')
+    text = ('version = 3\n\n'
+            "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n"
+            "  runtime_type = 'io.containerd.runc.v2'\n")
+    path = config(text.replace('version = 3\n', 'version = 3\nimports = ["%s"]\n' % dropin))
+    with open(dropin, 'w') as f:
+        f.write("version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.kata-qemu]\n"
+                "  runtime_type = 'io.containerd.kata-qemu.v2'\n")
+    before = read(path, 'rb')
+    dropin_before = read(dropin, 'rb')
+    res = run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco',
+                     options={'ConfigPath': '/x'}, edit_in='config', expect_fail=True)
+    assert dropin in res['msg'] and 'drop-in' in res['msg'] and 'edit_in: auto' in res['msg']
+    assert read(path, 'rb') == before
+    # edit_in: auto (the default) changes the runtime where it is defined, and undoes it there
+    res = run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco', options={'ConfigPath': '/x'})
+    assert res['changed'] and res['file'] == dropin and all(e['in_effect'] for e in res['effects'])
+    assert read(path, 'rb') == before and "ConfigPath = '/x'" in read(dropin)
+    assert not run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco',
+                          options={'ConfigPath': '/x'})['changed']
+    run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco', state='absent')
+    assert read(dropin, 'rb') == dropin_before
+    res = run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco', default=True)
+    assert res['changed'] and not res['created']
+    data = tomlkit.parse(read(path)).unwrap()['plugins']['io.containerd.cri.v1.runtime']['containerd']
+    assert data['default_runtime_name'] == 'kata-qemu' and 'kata-qemu' not in data['runtimes']
+    run_module('containerd_runtime', path=path, name='kata-qemu', owner='coco', state='absent')
+    assert read(path, 'rb') == before

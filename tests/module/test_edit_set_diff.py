@@ -5,7 +5,7 @@ uninstall alike (the drop-ins' and config.toml's, in the order they are written)
 
 import os
 
-from conftest import binary_of, read
+from helpers.common import binary_of, read
 
 
 def test_an_uninstall_shows_config_toml_s_diff_then_each_drop_in_going(run_module, config):

@@ -6,7 +6,7 @@ containerd_runtime's force off, whatever the call holds.
 
 import os
 
-from conftest import binary_of, read
+from helpers.common import binary_of, read
 
 KATA = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n'
         '  runtime_type = "io.containerd.kata.v2"\n')

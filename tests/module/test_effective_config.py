@@ -13,8 +13,9 @@ import re
 import pytest
 import tomlkit
 
-from conftest import (CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, assert_containerd_accepts, nvidia_tree, read,
-                      without_containerd)
+from helpers.common import (
+    CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, assert_containerd_accepts, nvidia_tree, read,
+    without_containerd)
 
 V2_CRI = 'io.containerd.grpc.v1.cri'
 V3_RT = 'io.containerd.cri.v1.runtime'

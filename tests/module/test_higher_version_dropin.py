@@ -7,7 +7,7 @@ import os
 
 import tomlkit
 
-from conftest import CONTAINERD_2, assert_containerd_accepts, read
+from helpers.common import CONTAINERD_2, assert_containerd_accepts, read
 
 V2_CRI = 'io.containerd.grpc.v1.cri'
 V3_RT = 'io.containerd.cri.v1.runtime'

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import CONTAINERD_1, CONTAINERD_2, read
+from helpers.common import CONTAINERD_1, CONTAINERD_2, read
 
 MOD = 'containerd_info'
 

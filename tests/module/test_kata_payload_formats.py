@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import COLLECTIONS_ROOT, REPO, make_tar
+from helpers.common import COLLECTIONS_ROOT, REPO, make_tar
 
 GO_SHIM = 'bin/containerd-shim-kata-v2'
 RS_SHIM = 'runtime-rs/bin/containerd-shim-kata-v2'

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import binary_of, fixture_text, read
+from helpers.common import binary_of, fixture_text, read
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective

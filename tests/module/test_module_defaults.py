@@ -12,7 +12,7 @@ import sys
 
 import tomlkit
 
-from conftest import COLLECTIONS_ROOT, CONTAINERD_17, REPO, assert_containerd_accepts, read
+from helpers.common import COLLECTIONS_ROOT, CONTAINERD_17, REPO, assert_containerd_accepts, read
 
 PLAY = '''
 - name: Group defaults

@@ -6,15 +6,12 @@ The roots are folders here (node_root), with a real character device for /dev/kv
 root). A class the node cannot run fails the module with status refused, naming the class and what is missing.
 """
 
-import json
 import os
 import stat
-import subprocess
-import sys
 
 import pytest
 
-from conftest import COLLECTIONS_ROOT, module_result
+from helpers.modules import PlainModuleRunner
 
 RELEASE = '6.16.0-test'
 
@@ -22,24 +19,7 @@ RELEASE = '6.16.0-test'
 @pytest.fixture
 def run_module(workdir):
     """conftest's runner without the state_dir it adds for the editing modules (containerd_preflight has none)."""
-    tmp = os.path.join(workdir, 'ansible-tmp')
-    os.makedirs(tmp)
-    calls = []
-
-    def run(_module, check=False, expect_fail=False, **args):
-        args.update(_ansible_check_mode=check, _ansible_diff=False, _ansible_tmpdir=tmp, _ansible_remote_tmp=tmp,
-                    _ansible_keep_remote_files=False)
-        calls.append(1)
-        argfile = os.path.join(tmp, 'args-%d.json' % len(calls))
-        with open(argfile, 'w') as f:
-            json.dump({'ANSIBLE_MODULE_ARGS': args}, f)
-        env = dict(os.environ, PYTHONPATH=COLLECTIONS_ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
-        proc = subprocess.run([sys.executable, '-m', 'ansible_collections.nodeguard.containerd.plugins.modules.'
-                               + _module, argfile], capture_output=True, text=True, env=env, timeout=300, check=False)
-        result = module_result(_module, proc)
-        assert bool(result.get('failed')) == expect_fail, json.dumps(result, indent=1)[:4000]
-        return result
-    return run
+    return PlainModuleRunner(workdir)
 
 
 def write(root, path, text=''):

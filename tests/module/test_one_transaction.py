@@ -12,7 +12,7 @@ import glob
 import os
 import stat
 
-from conftest import CONTAINERD_1, assert_containerd_accepts, read
+from helpers.common import CONTAINERD_1, assert_containerd_accepts, read
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.restore import RestoreTransaction
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import EditTransaction, Transaction

@@ -13,7 +13,8 @@ import shutil
 
 import pytest
 
-from conftest import CONTAINERD_1, assert_containerd_accepts, binary_of, ledger_records, read
+from helpers.common import CONTAINERD_1, assert_containerd_accepts, binary_of, ledger_records, read
+from helpers.trees import DROPIN_MAIN, KATA_DROPIN, NODES
 
 KATA = '/opt/kata/bin/containerd-shim-kata-v2'
 
@@ -29,11 +30,6 @@ def kata(shim, **extra):
 
 HANDLERS = [kata(s) for s in ('qemu', 'qemu-tdx', 'qemu-snp', 'clh')]
 NAMES = [h['name'] for h in HANDLERS]
-
-# (fixture, containerd binary that reads it): Debian's stock 1.6 file (no
-# runtimes table: runc is written out), kubeadm's on 1.7, version 3 on 2.x
-NODES = [('v2_debian_stock.toml', 'host'), ('v2_kubeadm.toml', '1.7'), ('v3_default.toml', '2')]
-
 
 def single_calls(run_module, path, binary, state_dir, state='present', **common):
     changed = []
@@ -179,25 +175,10 @@ def test_refused_inputs(run_module, config, entries, args, words):
     assert read(path, 'rb') == original
 
 
-DROPIN_MAIN = '''version = 3
-imports = ["%s"]
-
-[plugins.'io.containerd.cri.v1.runtime'.containerd]
-  default_runtime_name = 'runc'
-  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-    runtime_type = 'io.containerd.runc.v2'
-'''
-DROPIN = '''version = 3
-
-[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.kata-qemu]
-  runtime_type = 'io.containerd.kata-qemu.v2'
-'''
-
-
 def test_runtimes_in_two_files_go_where_single_calls_put_them(run_module, config, twin, workdir):
     """kata-qemu lives in a drop-in, the others nowhere yet: each goes where its single call writes it."""
     binary = binary_of('2')
-    dropin = config(DROPIN, filename='kata.toml')
+    dropin = config(KATA_DROPIN, filename='kata.toml')
     path = config(DROPIN_MAIN % dropin)
     original, dropin_original = read(path, 'rb'), read(dropin, 'rb')
     other, other_state = twin(path)

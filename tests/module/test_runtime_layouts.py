@@ -9,7 +9,7 @@ table and the fix and writes nothing.
 
 import tomlkit
 
-from conftest import CONTAINERD_2, assert_containerd_accepts, config_dump, read
+from helpers.common import CONTAINERD_2, assert_containerd_accepts, config_dump, read
 
 NVIDIA_BIN = '/usr/bin/nvidia-container-runtime'
 V2 = '''version = 2

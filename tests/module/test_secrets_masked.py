@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_2, fixture_text, module_result, read
+from helpers.common import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_2, fixture_text, module_result, read
 
 PW = 'S3cr3t-pw-4f9d1e77'
 TOKEN = 'idTok-8c2b77a1-secret'

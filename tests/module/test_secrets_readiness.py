@@ -10,12 +10,10 @@ import os
 
 import pytest
 
-import test_containerd_readiness
-from conftest import CONTAINERD_1, CONTAINERD_2, read
-from test_containerd_readiness import check
+from helpers.common import CONTAINERD_1, CONTAINERD_2, read
+from helpers.readiness import check
 
 # the running containerd of the readiness tests (a fixture)
-node = test_containerd_readiness.node
 
 PW = 'Rd-S3cret-pw-19c4e2aa'
 TOKEN = 'Rd-idTok-5d5d7e01'
@@ -25,10 +23,10 @@ TOKEN = 'Rd-idTok-5d5d7e01'
     pytest.param(CONTAINERD_1, 2, 'io.containerd.grpc.v1.cri', id='containerd-1.6'),
     pytest.param(CONTAINERD_2, 3, 'io.containerd.cri.v1.images', id='containerd-2.1'),
 ])
-def test_reports_and_facts_carry_no_secret(run_module, node, workdir, binary, version, plugin):
+def test_reports_and_facts_carry_no_secret(run_module, readiness_node, workdir, binary, version, plugin):
     creds = ('[plugins."%s".registry.configs."reg.example.com".auth]\n  username = "robot"\n  password = "%s"\n'
              '  identitytoken = "%s"\n' % (plugin, PW, TOKEN))
-    n = node(binary, extra=creds, version=version)
+    n = readiness_node(binary, extra=creds, version=version)
     assert PW in read(n['config'])
     report_path = os.path.join(workdir, 'readiness.json')
     res, report = check(run_module, n, report_path=report_path)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import assert_containerd_accepts, binary_of, fixture_text, read
+from helpers.common import assert_containerd_accepts, binary_of, fixture_text, read
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import check_tree, self_imports

@@ -13,8 +13,8 @@ import shutil
 
 import pytest
 
-from conftest import CONTAINERD_1, assert_containerd_accepts, binary_of, ledger_records, read
-from test_runtime_batch import DROPIN_MAIN, NODES
+from helpers.common import CONTAINERD_1, assert_containerd_accepts, binary_of, ledger_records, read
+from helpers.trees import CDI_DROPIN, DROPIN_MAIN, NODES
 
 KEYS = [dict(key='cri.enable_cdi', value=True),
         dict(key='cri.cdi_spec_dirs', value=['/etc/cdi', '/var/run/cdi']),
@@ -144,17 +144,10 @@ def test_refused_inputs_write_nothing(run_module, config, entries, args, words):
     assert not glob.glob(os.path.join(run_module.state_dir, 'ledger', '*.json'))
 
 
-DROPIN = '''version = 3
-
-[plugins.'io.containerd.cri.v1.runtime']
-  enable_cdi = false
-'''
-
-
 def test_keys_in_two_files_go_where_single_calls_put_them(run_module, config, twin):
     """enable_cdi is decided by a drop-in (2.x merges it), cdi_spec_dirs by nobody: each goes where its call puts it."""
     binary = binary_of('2')
-    dropin = config(DROPIN, filename='cdi.toml')
+    dropin = config(CDI_DROPIN, filename='cdi.toml')
     path = config(DROPIN_MAIN % dropin)
     original, dropin_original = read(path, 'rb'), read(dropin, 'rb')
     other, other_state = twin(path)

@@ -5,7 +5,7 @@ on 2.x: its version 3 runtime tables count, and then a version 2 drop-in's runti
 
 import os
 
-from conftest import assert_containerd_accepts, binary_of, read
+from helpers.common import assert_containerd_accepts, binary_of, read
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective

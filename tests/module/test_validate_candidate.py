@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from conftest import CONTAINERD_1, CONTAINERD_2, assert_containerd_accepts, config_dump, read
+from helpers.common import CONTAINERD_1, CONTAINERD_2, assert_containerd_accepts, config_dump, read
 
 REFUSALS = {2: "Can't convert big(string) to int", 3: 'cannot decode TOML string'}
 FIXTURES = [('v2_kubeadm.toml', 2), ('v3_default.toml', 3)]

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import assert_containerd_accepts, binary_of, fixture_text, read
+from helpers.common import assert_containerd_accepts, binary_of, fixture_text, read
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
 
@@ -56,3 +56,18 @@ def test_runc_default_is_written_where_containerd_reads_it(run_module, config, w
     res = run_module('containerd_runtime', path=path, name='runc', state='absent', containerd_bin=binary,
                      expect_fail=True)
     assert 'runc is the default runtime' in res['msg'] and dropin in res['msg']
+
+
+# ------------------------------------------------------------------ a drop-in already imported that replaces config.toml's CRI table
+def test_existing_clobbering_drop_in_blocks_other_edits_on_1x(run_module, config, workdir):
+    """The engine's own check, not only containerd_imports': a drop-in already imported whose CRI table
+    would replace the main file's (runc lost) is named, and nothing is written."""
+    dropin = config('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n'
+                    '  runtime_type = "io.containerd.kata.v2"\n', filename='kata.toml')
+    text = read(config('v2_kubeadm.toml')).replace('version = 2\n', 'version = 2\nimports = ["%s"]\n' % dropin)
+    path = config(text)
+    # a key containerd 1.6 runs (it has no CDI: enable_cdi is refused for that first)
+    res = run_module('containerd_setting', path=path, key='images.snapshotter', value='native', owner='gpu',
+                     expect_fail=True)
+    assert dropin in res['msg'] and "runtime 'runc'" in res['msg'] and 'replaces the whole table' in res['msg']
+    assert read(path) == text

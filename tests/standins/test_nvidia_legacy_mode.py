@@ -19,18 +19,10 @@ import time
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-STANDINS = os.path.join(REPO, "tests", "standins")
-MAKE_PROBE = os.path.join(REPO, "tests", "images", "make_probe_image.py")
-PROBE_IMAGE = "localhost/ng-probe:latest"
-SYSTEMCTL_ACTIVE = '#!/bin/sh\nprintf "ActiveState=active\\nSubState=running\\nResult=success\\nLoadState=loaded\\n"\n'
+from helpers.standins import MAKE_PROBE, PROBE_IMAGE, STANDINS, active_systemctl, sh, stop_containerd
+
 DEFAULT_HOOK = "/usr/bin/nvidia-container-runtime-hook"
 CRI = 'plugins."io.containerd.grpc.v1.cri"'
-
-
-def sh(argv, **kw):
-    return subprocess.run(argv, check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=kw.pop("timeout", 120), **kw)
 
 
 @pytest.fixture(scope="module")
@@ -80,27 +72,12 @@ state = "{base}/state"
     assert sh(ctr + ["-n", "k8s.io", "images", "import", str(probe_tar)]).returncode == 0
     yield dict(base=base, config=str(config), address=str(base / "containerd.sock"), runtime_config=xdg / "config.toml",
                logs=logs, ctr=ctr)
-    for task in sh(ctr + ["-n", "k8s.io", "tasks", "ls", "-q"]).stdout.split():
-        sh(ctr + ["-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task])
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    log.close()
-    with open("/proc/self/mounts") as fh:
-        mounts = [line.split()[1] for line in fh if line.split()[1].startswith(str(base))]
-    for mnt in sorted(mounts, reverse=True):
-        sh(["umount", "-l", mnt])
+    stop_containerd(proc, ctr, base, log)
 
 
 @pytest.fixture
 def readiness(node, run_module, tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "systemctl").write_text(SYSTEMCTL_ACTIVE)
-    (bin_dir / "systemctl").chmod(0o755)
+    bin_dir = active_systemctl(tmp_path / "bin")
 
     def run(expect_fail=False):
         res = run_module("containerd_readiness", expect_fail=expect_fail, path=node["config"], address=node["address"],

@@ -26,24 +26,13 @@ import time
 
 import pytest
 
-from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
+from helpers.common import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-STANDINS = os.path.join(REPO, "tests", "standins")
+from helpers.standins import MAKE_PROBE as MAKE_IMAGE, PROBE_IMAGE, STANDINS, active_systemctl, sh
+
 IMAGES = os.path.join(REPO, "tests", "images")
-MAKE_IMAGE = os.path.join(IMAGES, "make_probe_image.py")
-PROBE_IMAGE = "localhost/ng-probe:latest"
-SYSTEMCTL_ACTIVE = '#!/bin/sh\nprintf "ActiveState=active\\nSubState=running\\nResult=success\\nLoadState=loaded\\n"\n'
 HANDLERS = ["runc", "nvidia", "kata-qemu", "kata-clh"]
 CUSTOM_SANDBOX = "registry.example.internal/pause:3.10-node"
-
-
-def sh(argv, **kw):
-    kw.setdefault("stdout", subprocess.PIPE)
-    kw.setdefault("stderr", subprocess.PIPE)
-    kw.setdefault("universal_newlines", True)
-    kw.setdefault("timeout", 120)
-    return subprocess.run(argv, check=False, **kw)
 
 
 def runtimes_toml(table, base, nydus=False):
@@ -139,9 +128,7 @@ class KubeletNode(object):
         shutil.copy(os.path.join(STANDINS, "containerd-shim-kata-v2"), shim)
         os.symlink(shim, os.path.join(pathbin, "containerd-shim-kata-clh-v2"))
         os.symlink(shim, os.path.join(pathbin, "containerd-shim-kata-qemu-coco-dev-v2"))
-        with open(os.path.join(pathbin, "systemctl"), "w") as fh:
-            fh.write(SYSTEMCTL_ACTIVE)
-        os.chmod(os.path.join(pathbin, "systemctl"), 0o755)
+        active_systemctl(pathbin)
         self.pathbin = pathbin
         self.config = os.path.join(self.base, "config.toml")
         with open(self.config, "w") as fh:

@@ -22,25 +22,9 @@ import time
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-STANDINS = os.path.join(REPO, "tests", "standins")
-SYSTEMCTL_ACTIVE = '#!/bin/sh\nprintf "ActiveState=active\\nSubState=running\\nResult=success\\nLoadState=loaded\\n"\n'
-MAKE_PROBE = os.path.join(REPO, "tests", "images", "make_probe_image.py")
+from helpers.standins import MAKE_PROBE, PROBE_IMAGE, STANDINS, active_systemctl, require, sh, stop_containerd
+
 BUSYBOX = "/bin/busybox"
-PROBE_IMAGE = "localhost/ng-probe:latest"
-
-
-def sh(argv, **kw):
-    kw.setdefault("stdout", subprocess.PIPE)
-    kw.setdefault("stderr", subprocess.PIPE)
-    kw.setdefault("universal_newlines", True)
-    kw.setdefault("timeout", 120)
-    return subprocess.run(argv, check=False, **kw)
-
-
-def require(condition, msg):
-    if not condition:
-        pytest.fail(msg + " (run: make deps)", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -146,28 +130,13 @@ state = "{base}/state"
         "tarball": tarball,
     }
 
-    for task in sh(ctr + ["-n", "k8s.io", "tasks", "ls", "-q"]).stdout.split():
-        sh(ctr + ["-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task])
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    daemon_log.close()
-    with open("/proc/self/mounts") as fh:
-        mounts = [line.split()[1] for line in fh if line.split()[1].startswith(str(base))]
-    for mnt in sorted(mounts, reverse=True):
-        sh(["umount", "-l", mnt])
+    stop_containerd(proc, ctr, base, daemon_log)
 
 
 @pytest.fixture
 def check(env, run_module, tmp_path):
     """containerd_readiness step=check through these handlers; (report, {handler: probe result})."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "systemctl").write_text(SYSTEMCTL_ACTIVE)
-    (bin_dir / "systemctl").chmod(0o755)
+    bin_dir = active_systemctl(tmp_path / "bin")
 
     def run(handlers, pass_config_path=True, expect_fail=False):
         res = run_module("containerd_readiness", expect_fail=expect_fail, path=env["config"], address=env["address"],

@@ -10,7 +10,7 @@ import re
 
 import yaml
 
-from conftest import REPO
+from helpers.common import REPO
 
 
 def _load(rel):

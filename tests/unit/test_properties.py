@@ -27,7 +27,7 @@ import tempfile
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-from conftest import CONTAINERD_1, CONTAINERD_2
+from helpers.common import CONTAINERD_1, CONTAINERD_2
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
     ConfigError,
@@ -38,6 +38,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import NAME_RE, apply_runtime
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.setting import apply_setting
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import check_tree
+from helpers.context import FakeContext
 
 
 def _knob(name, default):
@@ -57,7 +58,7 @@ CRI = {2: 'io.containerd.grpc.v1.cri', 3: 'io.containerd.cri.v1.runtime'}
 IMAGES = {2: None, 3: 'io.containerd.cri.v1.images'}
 OWNER = 'prop'
 
-# one folder for the session: config files and the drop-ins they import
+# one folder for the whole run: config files and the drop-ins they import
 WORK = tempfile.mkdtemp(prefix='ng-prop-')
 ETC = os.path.join(WORK, 'etc')
 DROPINS = [os.path.join(ETC, 'conf.d', '%s.toml' % n) for n in ('nydus', 'extra')]
@@ -231,22 +232,10 @@ def resource(edit):
 
 
 # ------------------------------------------------------------ transaction
-class Ctx(object):
-    def __init__(self, version):
-        self.containerd_version = (1, 6) if version == 2 else (2, 1)
-        self.containerd_bin = None
-        self.owner = OWNER
-        self.path = CONFIG
-        self.warnings = []
 
-    def warn(self, msg):
-        self.warnings.append(msg)
 
-    def run_command(self, cmd):
-        raise AssertionError('no commands in property tests')
-
-    def allow_missing_import(self, entry):
-        pass
+def no_command(cmd):
+    raise AssertionError('no commands in property tests')
 
 
 def apply(text, records, edit, version):
@@ -255,7 +244,8 @@ def apply(text, records, edit, version):
     doc = ConfigDocument(CONFIG, text)
     ledger = Ledger(os.path.join(WORK, 'state'), CONFIG)
     ledger.records = copy.deepcopy(records)
-    ctx = Ctx(version)
+    ctx = FakeContext(path=CONFIG, owner=OWNER, containerd_version=(1, 6) if version == 2 else (2, 1),
+                      answer=no_command)
     if kind == 'runtime':
         apply_runtime(doc, ledger, ctx, params)
     elif kind == 'setting':

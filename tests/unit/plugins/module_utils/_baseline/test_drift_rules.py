@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""_baseline_drift's rules on the inputs test_baseline_drift.py does not hold: an empty protect entry,
+"""_baseline_drift's rules on the inputs test_drift.py does not hold: an empty protect entry,
 a CRI key that is no logical name, lists against other types, dates with a time, and a first key or
 file that did not change (the ones after it still count)."""
 

@@ -6,7 +6,7 @@ import copy
 import pytest
 import tomlkit
 
-from conftest import fixture_text
+from helpers.common import fixture_text
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.drift import (
     DEFAULT_PROTECT,

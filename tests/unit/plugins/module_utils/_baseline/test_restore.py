@@ -15,10 +15,11 @@ import stat
 
 import pytest
 
-from baseline_inproc import Node, hand_made_baseline, manifest_of, stub_containerd
+from helpers.baseline import Node, hand_made_baseline, manifest_of, stub_containerd
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.restore import ledger_for_restore
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
+import subprocess
 
 
 def _mode(path):
@@ -505,3 +506,25 @@ def test_a_symbolic_mode_that_is_not_valid_is_refused_naming_the_option_and_noth
     r = node.run(state='restore', mode='a+q', expect_fail=True)
     assert r['msg'].startswith('mode: ') and 'Nothing was written' in r['msg'] and 'u=rw,g=r,o=r' in r['msg'], r
     assert node.read().endswith('# edited\n')
+
+
+# ------------------------------------------------------------------ restore: file attributes in check mode
+def _flags(path):
+    return subprocess.check_output(['lsattr', '-d', path]).decode().split()[0]
+
+
+def test_check_mode_restore_says_it_would_set_a_file_attribute_as_the_real_run_does(tmp_path, capsys):
+    # the file is the baseline's byte for byte: only its attributes differ (chattr +A, which the file's owner
+    # may set), and check mode must predict the real run's change
+    scratch = tmp_path / 'scratch'
+    scratch.write_text('x')
+    if subprocess.call(['chattr', '+A', str(scratch)], stderr=subprocess.DEVNULL):
+        pytest.skip('the filesystem of %s has no attribute A' % tmp_path)
+    node = Node(tmp_path, capsys)
+    node.run()
+    preview = node.run(state='restore', check=True, attributes='+A')
+    assert preview['changed'] is True and 'A' not in _flags(node.path)
+    real = node.run(state='restore', attributes='+A')
+    assert real['changed'] is True and 'A' in _flags(node.path)
+    # nothing left to change: check mode says so
+    assert node.run(state='restore', check=True)['changed'] is False

@@ -10,7 +10,8 @@ effect) next to one that is in effect, and a node that matches.
 
 import os
 
-from baseline_inproc import Node, hand_made_baseline
+from helpers.baseline import Node, hand_made_baseline
+from helpers.common import CONTAINERD_2
 
 KUBEADM_RUNC_CGROUP = 'SystemdCgroup = true'
 
@@ -106,7 +107,6 @@ def test_a_baseline_copy_of_an_unknown_version_is_compared_in_the_current_files_
 def test_a_change_in_config_toml_that_containerd_2_runs_is_in_effect_though_a_dropin_wrote_the_plugin_last(
         tmp_path, capsys):
     # containerd 2.x merges: the drop-in adds a CRI setting, config.toml's runc is still what runs
-    from conftest import CONTAINERD_2
     assert CONTAINERD_2, 'containerd 2.1 is needed (make deps)'
     node = Node(tmp_path, capsys, text='v3_default.toml')
     conf_d = os.path.join(node.etc, 'conf.d')
@@ -142,3 +142,15 @@ def test_a_config_that_is_no_longer_toml_says_restore_puts_back_the_bytes(tmp_pa
     assert 'not valid TOML' in r['msg']
     assert r['msg'].endswith(". Fix: state: restore puts back baseline 'default' (taken %s) byte for byte."
                              % taken['created'])
+
+
+# ------------------------------------------------------------------ check: protected drift in effect or not
+def test_each_protected_drift_entry_with_a_record_is_marked_whatever_comes_before_it():
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.states import in_effect_note
+    path, dropin = '/etc/containerd/config.toml', '/etc/containerd/conf.d/50-x.toml'
+    entries = [dict(key='images.snapshotter'), dict(key='cri.default_runtime_name'), dict(key='cri.runtimes.runc')]
+    records = [dict(key='cri.default_runtime_name', file=dropin), dict(key='cri.runtimes.runc', file=None, owner=path)]
+    assert in_effect_note(entries, records, path) == [
+        dict(key='images.snapshotter'),
+        dict(key='cri.default_runtime_name', in_effect=False, shadowed_by=dropin),
+        dict(key='cri.runtimes.runc', in_effect=True)]

@@ -5,13 +5,13 @@ A key the snapshot did not record is read from the baseline's stored files
 (a mirror of them: the paths reported are the node's, not the mirror's); the
 stored config dump is compared only when the same containerd minor took the
 baseline, otherwise nodeguard's model is.  Two containerd versions in one
-test are stand-ins (tests/unit/baseline_inproc.stub_containerd): --version
+test are stand-ins (helpers.baseline.stub_containerd): --version
 is theirs, config dump prints the file.
 """
 
 import os
 
-from baseline_inproc import Node, manifest_of, stub_containerd
+from helpers.baseline import Node, manifest_of, stub_containerd
 
 
 def _with_snapshotter(node, name):

@@ -4,7 +4,7 @@ there yet, and failures that are not ConfigError (a clear message, never a trace
 
 import os
 
-from baseline_inproc import Node
+from helpers.baseline import Node
 
 
 def test_absent_without_a_baseline_changes_nothing(tmp_path, capsys):

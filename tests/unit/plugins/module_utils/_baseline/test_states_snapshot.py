@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 
-from baseline_inproc import Node, manifest_of, stub_containerd
+from helpers.baseline import BROKEN, Node, manifest_of, stub_containerd
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 
@@ -283,3 +283,44 @@ def test_a_broken_config_is_taken_only_with_allow_broken_and_each_problem_is_sai
     assert r['changed'] and r['problems'] and manifest_of(r)['broken'] is True
     assert ["baseline 'default' was taken of a config that would not load (allow_broken: true): %s" % p
             for p in r['problems']] == [w for w in r['warnings'] if w.startswith("baseline 'default' was taken")]
+
+
+# ------------------------------------------------------------------ snapshot
+def test_a_bad_protect_entry_fails_even_when_the_tree_is_the_baselines_already(tmp_path, capsys):
+    node = Node(tmp_path, capsys)
+    first = node.run()
+    r = node.run(overwrite=True, protect=['cri.runtimes.runc', 'a.""'], expect_fail=True)
+    assert r['msg'] == 'protect entry \'a.""\' is empty.'
+    assert node.snapshots() == [os.path.basename(first['snapshot'])]
+
+
+def test_a_broken_baseline_warns_once_for_each_of_its_problems(tmp_path, capsys):
+    node = Node(tmp_path, capsys, text=BROKEN)
+    r = node.run(allow_broken=True)
+    assert r['changed'] and len(r['problems']) >= 1 and manifest_of(r)['problems'] == r['problems']
+    taken = [w for w in r['warnings'] if w.startswith("baseline 'default' was taken")]
+    assert taken == ["baseline 'default' was taken of a config that would not load (allow_broken: true): %s" % p
+                     for p in r['problems']]
+
+
+def test_keep_0_is_allowed_and_keeps_only_the_current_snapshot(tmp_path, capsys):
+    node = Node(tmp_path, capsys)
+    node.run(keep=0)
+    node.write('v2_flat.toml')
+    last = node.run(overwrite=True, keep=0)
+    assert last['changed'] and len(last['pruned']) == 1
+    assert node.snapshots() == [os.path.basename(last['snapshot'])]
+
+
+def test_the_version_of_the_containerd_option_is_the_baselines_when_the_binary_does_not_say_it(tmp_path, capsys):
+    # the binary cannot tell its version: containerd_version stands in, and the snapshot records it as the
+    # containerd that took it (manifest containerd.version stays unknown), so its dump is compared again
+    node = Node(tmp_path, capsys)
+    binary = stub_containerd(tmp_path, version_rc=1)
+    args = dict(containerd_bin=binary, containerd_version='1.7', validate='auto')
+    m = manifest_of(node.run(**args))
+    assert m['containerd']['version'] is None and m['effective']['containerd'] == [1, 7]
+    node.write(node.read().replace('snapshotter = "overlayfs"', 'snapshotter = "native"'))
+    r = node.run(state='check', protect=['images.snapshotter'], expect_fail=True, **args)
+    (d,) = r['effective_drift']
+    assert (d['before'], d['after'], d['compared']) == ('overlayfs', 'native', 'config dump')

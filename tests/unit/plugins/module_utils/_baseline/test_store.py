@@ -10,6 +10,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.sto
     Attrs,
     OverlaySource,
     Store,
+    _write_flushed,
     check_name,
     glob_match,
     read_tree,
@@ -18,6 +19,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.sto
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.effective import _rebase_imports
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.restore import ledger_for_restore
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from helpers.baseline import Node
 
 
 def write(path, text):
@@ -178,3 +180,80 @@ def test_the_tree_is_read_breadth_first_as_containerd_loads_it(tmp_path):
     b = write(tmp_path / 'b.toml', 'version = 2\nimports = ["%s"]\n' % b2)
     main = write(tmp_path / 'config.toml', 'version = 2\nimports = ["%s", "%s"]\n' % (a, b))
     assert [f.path for f in read_tree(main).files] == [main, a, b, a2, b2]
+
+
+# ------------------------------------------------------------------ snapshots of a missing config, stored copies, keep and clean
+def test_a_config_missing_then_and_now_is_the_same_tree_and_no_new_snapshot(tmp_path, capsys):
+    node = Node(tmp_path, capsys, text=None)
+    assert read_tree(node.path).config_missing is True
+    first = node.run()
+    again = node.run(overwrite=True)
+    assert not again['changed'] and again['snapshot'] == first['snapshot']
+    node.write('v2_kubeadm.toml')
+    assert read_tree(node.path).config_missing is False
+    taken = node.run(overwrite=True)
+    assert taken['changed'] and not node.run(overwrite=True)['changed']
+    assert len(node.snapshots()) == 2
+
+
+def test_the_files_of_a_result_name_their_stored_copies(tmp_path, capsys):
+    node = Node(tmp_path, capsys)
+    r = node.run()
+    (f,) = r['files']
+    assert (f['path'], f['role']) == (node.path, 'config')
+    assert f['stored'].startswith(r['snapshot'] + os.sep)
+    with open(f['stored'], 'rb') as copy:
+        assert copy.read() == node.read(mode='rb')
+    assert node.run(state='check')['files'] == r['files']
+
+
+def test_keep_beyond_the_older_snapshots_prunes_none(tmp_path, capsys):
+    node = Node(tmp_path, capsys)
+    node.run()
+    node.write('v2_flat.toml')
+    node.run(overwrite=True)
+    node.write('v2_kubeadm.toml')
+    last = node.run(overwrite=True, keep=5)
+    assert last['pruned'] == [] and len(node.snapshots()) == 3
+    same = node.run(overwrite=True, keep=2)
+    assert not same['changed'] and same['pruned'] == [] and len(node.snapshots()) == 3
+
+
+def test_cleaning_a_store_folder_that_does_not_exist_is_no_error(tmp_path):
+    store = Store(str(tmp_path / 'store'), 'default')
+    assert store.clean_temps() is None
+    assert not os.path.exists(store.folder)
+
+
+# ------------------------------------------------------------------ globs, stored files never written over
+@pytest.mark.parametrize('pattern, path, matches', [
+    ('/etc/containerd/conf.d/*.toml', '/etc/containerd/conf.d/a.toml', True),
+    ('/etc/containerd/*/x.toml', '/etc/containerd/conf.d', False),       # the pattern is longer than the path
+    ('/etc/containerd/*.toml', '/etc/containerd/conf.d/a.toml', False),  # the path is longer than the pattern
+    ('/etc/containerd/conf.d/*.toml', '/etc/containerd/conf.d/.hidden.toml', False),
+    # glob.glob finds no hidden file for a pattern that does not start with "." (fnmatch alone would match)
+    ('/etc/containerd/conf.d/[.]hidden.toml', '/etc/containerd/conf.d/.hidden.toml', False),
+    ('/etc/containerd/conf.d/.hidden.toml', '/etc/containerd/conf.d/.hidden.toml', True),
+])
+def test_glob_match_as_glob_finds(pattern, path, matches):
+    assert glob_match(pattern, path) is matches
+
+
+def test_a_stored_file_is_never_written_over(tmp_path):
+    target = str(tmp_path / 'stored')
+    _write_flushed(target, b'one')
+    with pytest.raises(OSError):
+        _write_flushed(target, b'two')
+    assert open(target, 'rb').read() == b'one'
+
+
+def test_a_file_listed_before_a_glob_that_matches_it_too_does_not_hide_the_next_match(tmp_path):
+    folder = tmp_path / 'conf.d'
+    folder.mkdir()
+    for name in ('a.toml', 'b.toml'):
+        (folder / name).write_text('version = 2\n')
+    config = tmp_path / 'config.toml'
+    config.write_text('version = 2\nimports = ["%s", "%s"]\n' % (folder / 'a.toml', folder / '*.toml'))
+    tree = read_tree(str(config), True)
+    assert sorted(os.path.basename(f.path) for f in tree.files) == ['a.toml', 'b.toml', 'config.toml']
+    assert tree.missing == []

@@ -175,3 +175,25 @@ def test_check_mode_lock_of_a_never_locked_file_waits_for_nothing(tmp_path):
     with _atomic.FileLock(path, 5) as lock:
         assert lock.fd is not None
     assert oct(os.stat(_atomic.lock_path_for(path)).st_mode & 0o777) == '0o600'
+
+
+# ------------------------------------------------------------------ where the temporary file is made and which folder is flushed
+def test_the_temporary_file_is_made_in_the_targets_folder(tmp_path, monkeypatch):
+    folder = tmp_path / 'etc'
+    folder.mkdir()
+    elsewhere = tmp_path / 'cwd'
+    elsewhere.mkdir()
+    monkeypatch.chdir(str(elsewhere))
+    tmp = _atomic.write_temp(str(folder / 'config.toml'), b'version = 2\n')
+    assert os.path.dirname(tmp) == str(folder)
+    assert os.listdir(str(elsewhere)) == []
+
+
+def test_the_rename_flushes_the_targets_folder(tmp_path, monkeypatch):
+    flushed = []
+    monkeypatch.setattr(_atomic, 'fsync_dir', flushed.append)
+    path = str(tmp_path / 'config.toml')
+    _atomic.atomic_write(path, b'version = 2\n')
+    assert flushed == [str(tmp_path)]
+    with open(path, 'rb') as f:
+        assert f.read() == b'version = 2\n'

@@ -14,6 +14,7 @@ import sys
 import pytest
 import tomlkit
 
+from helpers.common import FIXTURES
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core import config_model as _config_model
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
@@ -30,7 +31,6 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_
 
 PATH = '/etc/containerd/config.toml'
 CRI = 'io.containerd.grpc.v1.cri'
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'fixtures')
 
 
 def fixture(name):

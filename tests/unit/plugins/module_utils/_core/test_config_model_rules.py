@@ -51,7 +51,7 @@ def test_a_lock_file_that_cannot_be_made_is_named_with_the_fix(tmp_path):
     assert err.value.given_details() == dict(key='path')
 
 
-# ---------------------------------------------------------------- surviving mutants
+# ---------------------------------------------------------------- byte order marks, tomlkit errors, version lines
 @pytest.mark.parametrize('ver, config_version, reader', [
     ((1, 7), 3, None),                   # 1.x reads a byte order mark
     ((2, 1), 2, 'containerd 2.1'),

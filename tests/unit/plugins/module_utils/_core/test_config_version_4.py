@@ -5,10 +5,9 @@ the main file's version, the preflight daemon's private sockets, the shim env wa
 
 import os
 
-from conftest import doc_and_ledger
+from helpers.context import doc_and_ledger
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
-from ansible_collections.nodeguard.containerd.plugins.module_utils._node import sandbox
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight, sandbox
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import effects_of, load_effective
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
@@ -18,6 +17,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validat
 )
 
 import pytest
+from helpers.context import FakeContext
 
 V21, V23 = (2, 1), (2, 3)
 RT3 = ('plugins', 'io.containerd.cri.v1.runtime', 'containerd', 'runtimes')
@@ -129,19 +129,11 @@ def test_a_task_table_beside_shim_env_is_a_warning_on_2_3(tmp_path):
 def test_a_runtime_is_added_to_a_version_4_file_in_the_version_3_layout(tmp_path):
     from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import runtime_present
 
-    class Ctx(object):
-        containerd_version = V23
-        tree_files = None
-        warnings = []
-
-        def warn(self, msg):
-            self.warnings.append(msg)
-
     text = ("version = 4\n\n[plugins.'io.containerd.cri.v1.runtime'.containerd]\n  default_runtime_name = 'runc'\n\n"
             "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n"
             "  runtime_type = 'io.containerd.runc.v2'\n")
     doc, ledger = doc_and_ledger(tmp_path, text)
     assert doc.version == 4
-    runtime_present(doc, ledger, Ctx(), dict(name='kata', owner='coco', runtime_type='io.containerd.kata.v2'))
+    runtime_present(doc, ledger, FakeContext(containerd_version=V23, tree_files=None), dict(name='kata', owner='coco', runtime_type='io.containerd.kata.v2'))
     assert doc.toml.get(RT3 + ('kata', 'runtime_type')) == 'io.containerd.kata.v2'
     assert "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.kata]" in doc.text

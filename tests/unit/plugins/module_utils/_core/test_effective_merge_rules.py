@@ -15,7 +15,7 @@ import tomllib
 
 import pytest
 
-from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
+from helpers.common import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     CRI_V2,
     CRI_V3_IMAGES,

@@ -19,7 +19,7 @@ import tempfile
 import pytest
 import tomlkit
 
-from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, read
+from helpers.common import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, read
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import (
     ABSENT,

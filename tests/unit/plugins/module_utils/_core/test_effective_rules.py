@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The merged view's parts at their edges (_effective): each case was a surviving mutant.
+"""The merged view's rules at their edges (_effective), called directly.
 
 test_effective_model.py holds the view against real containerd dumps; these
 pin the rules the dumps cover only with common layouts: which plugin ids

@@ -11,6 +11,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger 
     LedgerError,
     ledger_path_for,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import sha256_bytes
 
 P = ['plugins', 'io.containerd.grpc.v1.cri', 'containerd', 'default_runtime_name']
 
@@ -198,3 +199,17 @@ def test_leaving_first_hands_the_prior_to_the_next_owner_not_the_last(tmp_path):
     c = led.record_key('c', 'r', P, '"y"', '"z"')
     assert led.release_key(a) == ('handover', None)
     assert (b['prior'], c['prior']) == ('"runc"', '"y"')
+
+
+# ------------------------------------------------------------------ a removed record makes the ledger dirty
+def test_a_removed_record_is_saved(tmp_path):
+    state, path = str(tmp_path / 'state'), str(tmp_path / 'config.toml')
+    ledger = Ledger.load(state, path)
+    ledger.record_table('gpu', 'runtime:nvidia', ('plugins', 'x', 'nvidia'))
+    ledger.save(sha256_bytes(b''))
+    ledger = Ledger.load(state, path)
+    assert not ledger.dirty and len(ledger.records) == 1
+    ledger.remove(ledger.records[0])
+    assert ledger.dirty
+    ledger.save(sha256_bytes(b''))
+    assert Ledger.load(state, path).records == []

@@ -23,7 +23,7 @@ When every owner has left, the bytes are the original, or exactly the
 operator's hand edits applied to the original.
 
 Profiles: NG_HYPOTHESIS_PROFILE=fast (default, in `make test`: a few seconds)
-or long (`NG_HYPOTHESIS_PROFILE=long .venv/bin/pytest tests/unit/test_ownership_machine.py`).
+or long (`NG_HYPOTHESIS_PROFILE=long .venv/bin/pytest tests/unit/plugins/module_utils/_core/test_ownership_machine.py`).
 """
 
 import contextlib
@@ -44,7 +44,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from ansible.module_utils.testing import patch_module_args
 
-from conftest import CONTAINERD_1, CONTAINERD_2, fixture_text
+from helpers.common import CONTAINERD_1, CONTAINERD_2, fixture_text
 from ansible_collections.nodeguard.containerd.plugins.modules import (
     containerd_imports,
     containerd_runtime,
@@ -445,7 +445,7 @@ def test_creator_reasserts_a_value_another_owner_set_in_its_table(cfg):
 
 def test_a_hand_edit_between_two_owners_is_what_the_second_gives_back(cfg):
     """gpu sets a key, the operator changes it by hand, coco sets it: when gpu leaves first, coco's undo gives
-    back the operator's value (what coco overwrote), not gpu's prior (found by the long profile)."""
+    back the operator's value (what coco overwrote), not gpu's prior."""
     cfg.snapshotter('gpu', 'nydus')
     hand = cfg.by_hand('snapshotter = "nydus"', 'snapshotter = "stargz"')
     cfg.snapshotter('coco', 'zfs')

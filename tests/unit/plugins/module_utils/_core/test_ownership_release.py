@@ -12,10 +12,7 @@ once, by their own rule.
 
 import pytest
 
-from conftest import CRI_V2_PATH as CRI
-from conftest import RUNTIMES_V2_DOTTED as RT_DOTTED
-from conftest import RUNTIMES_V2_PATH as RT
-from conftest import doc_and_ledger
+from helpers.context import CRI_V2_PATH as CRI, RUNTIMES_V2_DOTTED as RT_DOTTED, RUNTIMES_V2_PATH as RT, doc_and_ledger
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ownership import (

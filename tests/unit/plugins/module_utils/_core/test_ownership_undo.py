@@ -7,9 +7,7 @@ test_ownership_release.py pins the choices among several owners' records of
 different kinds; these pin the walk over one owner's records of one kind.
 """
 
-from conftest import CRI_V2_PATH as CRI
-from conftest import RUNTIMES_V2_PATH as RT
-from conftest import doc_and_ledger
+from helpers.context import CRI_V2_PATH as CRI, RUNTIMES_V2_PATH as RT, doc_and_ledger
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ownership import (
     dotted,

@@ -128,7 +128,7 @@ def test_the_first_spelling_of_a_prefix_wins():
     assert doc.render_path(('plugins', 'cri', 'new')) == 'plugins."cri".new'
 
 
-# ---------------------------------------------------------------- surviving mutants
+# ---------------------------------------------------------------- literal keys, and what an entry says it is
 def test_a_literal_key_is_single_quoted_when_it_can_be():
     from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import render_key
     assert render_key('io.containerd.grpc.v1.cri', literal=True) == "'io.containerd.grpc.v1.cri'"

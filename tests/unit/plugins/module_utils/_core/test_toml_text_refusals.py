@@ -7,6 +7,7 @@ modules put the message after "cannot <edit> (...)" for the user."""
 
 import pytest
 
+from helpers.common import fixture_text
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import (
     TomlLayoutError,
@@ -126,9 +127,7 @@ def test_a_top_level_key_of_a_file_of_comments_goes_at_the_end():
 def test_a_key_inside_an_array_of_tables_is_refused_and_the_text_kept():
     """containerd 2.x's default config has [[...unpack_config]]: setting a key there was a TypeError
     ("list indices must be integers") after the new section had been spliced into the text."""
-    import os
-    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), 'fixtures', 'v3_default.toml')) as f:
-        src = f.read()
+    src = fixture_text('v3_default.toml')
     doc = text_of(src)
     with pytest.raises(TomlLayoutError) as exc:
         doc.set_value(('plugins', 'io.containerd.transfer.v1.local', 'unpack_config', 'snapshotter'), 'nydus')

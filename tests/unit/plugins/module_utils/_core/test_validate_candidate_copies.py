@@ -11,7 +11,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from conftest import CONTAINERD_1, assert_containerd_accepts, fixture_text, read
+from helpers.common import CONTAINERD_1, assert_containerd_accepts, fixture_text, read
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import TEMP_SUFFIX, write_temp
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError, parse_toml

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
+from helpers.common import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import check_tree

@@ -12,17 +12,14 @@ import os
 
 import pytest
 
-from conftest import fixture_text
+from helpers.common import fixture_text
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_set import refuse_overrides_first
+from helpers.context import FakeContext
 
 KATA = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n'
         '  runtime_type = "io.containerd.kata.v2"\n')
-
-
-class Ctx(object):
-    containerd_version = (1, 7)
 
 
 def call(tmp_path, config=None, dropins=(), imports=None, raw=None):
@@ -36,7 +33,7 @@ def call(tmp_path, config=None, dropins=(), imports=None, raw=None):
         return os.path.join(str(tmp_path), name)
 
     params = dict(path=path, imports=None if imports is None else [full(n) for n in imports])
-    refuse_overrides_first(Ctx(), params, [dict(dropin=full(n), content=c) for n, c in dropins])
+    refuse_overrides_first(FakeContext(containerd_version=(1, 7)), params, [dict(dropin=full(n), content=c) for n, c in dropins])
     return path
 
 

@@ -11,14 +11,11 @@ import os
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import read_bytes, sha256_bytes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_set import with_owned
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
+from helpers.context import FakeContext
 
 CRI = ['plugins', 'io.containerd.grpc.v1.cri']
 RT = CRI + ['containerd', 'runtimes']
 ENABLE_CDI = 'plugins."io.containerd.grpc.v1.cri".enable_cdi'
-
-
-class Ctx(object):
-    containerd_version = (1, 7)
 
 
 def node(tmp_path, records):
@@ -51,7 +48,7 @@ GPU = [
 
 def test_release_all_adds_the_owner_s_records_default_first_and_never_forced(tmp_path):
     params = node(tmp_path, GPU)
-    out, released = with_owned(Ctx(), params)
+    out, released = with_owned(FakeContext(containerd_version=(1, 7)), params)
     # the default first, so the prior default is back before the other tables go; none of them forced
     assert out['runtimes'] == [dict(name='nvidia', force=False), dict(name='runc', force=False)]
     assert out['settings'] == [dict(key=ENABLE_CDI, raw=True)]
@@ -65,7 +62,7 @@ def test_entries_the_call_names_stay_as_given_and_are_not_added_twice(tmp_path):
     params = node(tmp_path, GPU)
     params.update(runtimes=[dict(name='runc', force=True), dict(name='kata')],
                   settings=[dict(key=ENABLE_CDI, raw=True, value=None)], imports=['conf.d/other.toml'])
-    out, _released = with_owned(Ctx(), params)
+    out, _released = with_owned(FakeContext(containerd_version=(1, 7)), params)
     assert out['runtimes'] == [dict(name='runc', force=True), dict(name='kata'), dict(name='nvidia', force=False)]
     assert out['settings'] == [dict(key=ENABLE_CDI, raw=True, value=None)]
     assert out['imports'] == ['conf.d/other.toml', '/etc/containerd/conf.d/gpu.toml']
@@ -76,6 +73,6 @@ def test_an_import_named_in_another_spelling_is_not_added_again(tmp_path):
         {'owner': 'gpu', 'resource': 'import:' + os.path.join(str(tmp_path), 'conf.d', 'gpu.toml'),
          'kind': 'import', 'entry': 'conf.d/gpu.toml', 'added': True, 'created_key': False}])
     params['imports'] = ['./conf.d/gpu.toml']
-    out, released = with_owned(Ctx(), params)
+    out, released = with_owned(FakeContext(containerd_version=(1, 7)), params)
     assert out['imports'] == ['./conf.d/gpu.toml']
     assert released['imports'] == [os.path.join(str(tmp_path), 'conf.d', 'gpu.toml')]

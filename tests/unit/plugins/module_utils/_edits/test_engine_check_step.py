@@ -13,6 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import Checked, check_with_containerd
+from helpers.common import CONTAINERD_1, read
+from helpers.engine import setting
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
 
 MIRROR = '/tmp/nodeguard-mirror-x1/etc/containerd'
 
@@ -139,3 +142,79 @@ def test_containerd_is_started_only_when_asked(tmp_path, load_tests, validate, l
     assert ('load test' in checked.checked) is starts
     if starts:
         assert checked.load['skipped'] == []
+
+
+# ------------------------------------------------------------------ the check step with containerd
+def checking(tmp_path, answers, version=(1, 6)):
+    """A context whose commands answer from answers: {command word: (rc, out, err)}; the calls are kept."""
+    calls = []
+
+    def run_command(cmd):
+        calls.append(cmd)
+        for word, answer in answers.items():
+            if word in cmd:
+                return answer
+        return 0, '', ''
+
+    binary = tmp_path / 'containerd'
+    binary.write_text('#!/bin/sh\n')
+    binary.chmod(0o755)
+    ctx = SimpleNamespace(containerd_bin=str(binary), run_command=run_command, containerd_version=version)
+    return ctx, calls
+
+
+def test_a_config_dump_killed_by_a_signal_confirms_nothing_and_says_so(tmp_path):
+    ctx, calls = checking(tmp_path, {'dump': (-9, '', 'x' * 400 + 'killed')})
+    checked = check_with_containerd(ctx, Checked(), str(tmp_path / 'candidate'), '/bin/true %s')
+    assert checked.problems == [] and checked.dump is None
+    assert checked.how == 'config dump failed (rc=-9): ' + ('x' * 400 + 'killed')[-300:]
+    assert calls[0] == ['/bin/true', str(tmp_path / 'candidate')] and calls[1][-2:] == ['config', 'dump']
+
+
+def load_result(status):
+    return SimpleNamespace(status=status, ok=status == _preflight.STATUS_OK, seconds=0.1, required=[], errors=[],
+                           skipped=[], containerd_version=(1, 6), message=lambda: 'no unshare here',
+                           as_dict=lambda: dict(status=status))
+
+
+def test_a_load_test_that_cannot_run_is_a_note_unless_it_was_required(tmp_path, monkeypatch):
+    monkeypatch.setattr(_preflight, 'load_test', lambda *a, **kw: load_result(_preflight.STATUS_CANNOT_RUN))
+    ctx, _calls = checking(tmp_path, {'dump': (0, 'version = 2\n', '')})
+    checked = check_with_containerd(ctx, Checked(), str(tmp_path / 'candidate'), 'auto', load_test=True)
+    assert checked.problems == [] and checked.notes == ['load test could not run: no unshare here']
+    assert checked.how == 'config dump'
+    # validate: load asks for the load test: one that cannot run refuses
+    checked = check_with_containerd(ctx, Checked(), str(tmp_path / 'candidate'), 'load')
+    assert checked.stage == 'load' and checked.problems == ['no unshare here']
+
+
+def test_a_failed_load_test_refuses(tmp_path, monkeypatch):
+    monkeypatch.setattr(_preflight, 'load_test', lambda *a, **kw: load_result(_preflight.STATUS_FAILED))
+    ctx, _calls = checking(tmp_path, {'dump': (0, 'version = 2\n', '')})
+    checked = check_with_containerd(ctx, Checked(), str(tmp_path / 'candidate'), 'auto', load_test=True)
+    assert checked.stage == 'load' and checked.problems == ['no unshare here']
+    assert checked.load == dict(status='failed', ok=False, seconds=0.1, required=[], errors=[], skipped=[],
+                                containerd_version=(1, 6))
+
+
+# ------------------------------------------------------------------ which file the read-time and built-in checks judge
+def test_a_version_3_config_is_refused_when_it_is_read_for_containerd_16(main_only, capsys):
+    assert CONTAINERD_1, 'containerd 1.6 is needed (make deps)'
+    before = read(main_only['path'])
+    res = setting(main_only, capsys, key='images.snapshotter', value='native', containerd_bin=CONTAINERD_1)
+    assert res['failed']
+    assert res['msg'].startswith('%s declares version = 3, but the node\'s containerd is 1.6, which reads config '
+                                 'version 2 at most' % main_only['path'])
+    assert read(main_only['path']) == before
+
+
+def test_the_built_in_checks_judge_config_tomls_candidate(main_only, capsys):
+    # containerd's config dump takes a default runtime that is not defined: only the built-in check refuses it
+    before = read(main_only['path'])
+    res = setting(main_only, capsys, key='cri.default_runtime_name', value='gpu')
+    assert res['failed']
+    assert res['msg'].startswith('refusing to write %s: the new config would not load.' % main_only['path'])
+    assert "default_runtime_name is 'gpu' but no runtime table of that name is defined" in res['msg']
+    assert read(main_only['path']) == before
+
+

@@ -19,47 +19,15 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from conftest import CONTAINERD_2, fixture_text, read
+from helpers.common import CONTAINERD_2, fixture_text, read
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import tree_records
-from ansible_collections.nodeguard.containerd.plugins.modules import containerd_runtime, containerd_setting
-
-RUNTIME = "[plugins.'io.containerd.cri.v1.runtime'.containerd]\n"
-IMAGES = "[plugins.'io.containerd.cri.v1.images']\n"
+from ansible_collections.nodeguard.containerd.plugins.modules import containerd_runtime
+from helpers.engine import IMAGES, RUNTIME, make_node, setting
 
 
 @pytest.fixture
 def node(tmp_path):
     return make_node(tmp_path)
-
-
-def make_node(tmp_path):
-    """config.toml (2.1's default) importing conf.d/10-site.toml, which sets the snapshotter and default runtime."""
-    assert CONTAINERD_2, 'containerd 2.1 is needed (make deps)'
-    etc = tmp_path / 'etc'
-    (etc / 'conf.d').mkdir(parents=True)
-    dropin = etc / 'conf.d' / '10-site.toml'
-    dropin.write_text("version = 3\n%s  snapshotter = 'overlayfs'\n%s  default_runtime_name = 'runc'\n"
-                      % (IMAGES, RUNTIME))
-    path = etc / 'config.toml'
-    path.write_text(fixture_text('v3_default.toml').replace('imports = []', 'imports = ["%s"]' % dropin, 1))
-    return dict(path=str(path), dropin=str(dropin), state=str(tmp_path / 'state'), tmp=str(tmp_path))
-
-
-def setting(node, capsys, diff=False, module=containerd_setting, **args):
-    params = dict(path=node['path'], state_dir=node['state'], owner='coco', containerd_bin=CONTAINERD_2,
-                  _ansible_diff=diff, _ansible_tmpdir=node['tmp'], _ansible_remote_tmp=node['tmp'])
-    params.update(args)
-    from ansible.module_utils.common import warnings
-    for name in ('_global_warnings', '_global_deprecations'):  # each run reports only its own
-        store = getattr(warnings, name, None)
-        if hasattr(store, 'clear'):
-            store.clear()
-    with patch_module_args(params):
-        with pytest.raises(SystemExit):
-            module.main()
-    result = json.loads(capsys.readouterr().out)
-    result['warnings'] = [w['event']['msg'] if isinstance(w, dict) else w for w in result.get('warnings', [])]
-    return result
 
 
 def test_the_install_says_it_wrote_to_the_drop_in_and_the_uninstall_does_not(node, capsys):
@@ -436,3 +404,49 @@ def test_a_runtime_change_config_toml_defines_but_a_drop_in_decides_the_default_
     gone = setting(node, capsys, module=containerd_runtime, name='nvidia', state='absent', owner='gpu')
     assert gone['changed'], gone
     assert read(node['dropin']) == dropin and read(node['path']) == text
+
+
+# ------------------------------------------------------------------ the file options are config.toml's, and edit_in: config
+@pytest.fixture
+def node_0644(tmp_path):
+    """make_node's tree (config.toml importing conf.d/10-site.toml), both files mode 0644."""
+    made = make_node(tmp_path)
+    for path in (made['path'], made['dropin']):
+        os.chmod(path, 0o644)
+    return made
+
+
+def test_the_file_options_are_config_tomls_not_the_drop_ins_the_edit_goes_to(node_0644, capsys):
+    res = setting(node_0644, capsys, key='images.snapshotter', value='native', mode='0600')
+    assert res['changed'] and res['file'] == node_0644['dropin']
+    assert "snapshotter = 'native'" in read(node_0644['dropin'])
+    assert stat.S_IMODE(os.stat(node_0644['dropin']).st_mode) == 0o644
+
+
+def test_edit_in_config_refuses_a_batch_whose_unchanged_key_a_drop_in_overrides(node_0644, capsys):
+    # config.toml already says overlayfs (no byte to change there) while the drop-in decides native; the other
+    # key of the batch would change config.toml: the batch is refused whole, naming the key without effect
+    with open(node_0644['dropin'], 'w') as f:
+        f.write("version = 3\n%s  snapshotter = 'native'\n" % IMAGES)
+    before = [read(node_0644['path']), read(node_0644['dropin'])]
+    res = setting(node_0644, capsys, settings=[dict(key='images.snapshotter', value='overlayfs'),
+                                          dict(key='cri.cdi_spec_dirs', value=['/etc/cdi'])], edit_in='config')
+    assert res['failed']
+    assert "snapshotter = 'overlayfs' in %s has no effect" % node_0644['path'] in res['msg']
+    assert [read(node_0644['path']), read(node_0644['dropin'])] == before
+
+
+def test_edit_in_config_writes_config_toml_when_two_drop_ins_already_agree(three, capsys):
+    # each key is decided by its own drop-in, which says what the batch wants: in effect, so no refusal
+    # (it was refused as "has no effect: None"); as with one drop-in that agrees, config.toml is written
+    with open(three['dropins'][0], 'w') as f:
+        f.write("version = 3\n%s  snapshotter = 'native'\n" % IMAGES)
+    with open(three['dropins'][1], 'w') as f:
+        f.write("version = 3\n[plugins.'io.containerd.cri.v1.runtime']\n  enable_cdi = false\n")
+    dropins = [read(p) for p in three['dropins']]
+    res = setting(three, capsys, settings=[dict(key='images.snapshotter', value='native'),
+                                           dict(key='cri.enable_cdi', value=False)], edit_in='config')
+    assert res.get('changed'), res.get('msg')
+    assert "snapshotter = 'native'" in read(three['path']) and 'enable_cdi = false' in read(three['path'])
+    assert [e['in_effect'] for e in res['effects']] == [True, True]
+    assert [read(p) for p in three['dropins']] == dropins

@@ -21,7 +21,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from conftest import CONTAINERD_1, assert_containerd_accepts, fixture_text, read
+from helpers.common import CONTAINERD_1, assert_containerd_accepts, fixture_text, read
 from ansible_collections.nodeguard.containerd.plugins.modules import containerd_setting
 
 KEY = 'images.snapshotter'
@@ -108,7 +108,7 @@ def assert_durable_rename(events, dst):
     return i
 
 
-# ------------------------------------------------------------------ gap 5
+# ------------------------------------------------------------------ each rename is flushed: temporary file, rename, folder
 def test_config_and_ledger_renames_are_flushed_in_order(node, capsys, monkeypatch):
     events = spy(monkeypatch)
     res = run(node, capsys, value='nydus')
@@ -145,7 +145,7 @@ def test_check_mode_neither_renames_nor_flushes(node, capsys, monkeypatch):
     assert not os.path.exists(os.path.join(node['state'], 'ledger'))
 
 
-# ------------------------------------------------------------------ gap 6
+# ------------------------------------------------------------------ the ledger is in place before the config
 def test_ledger_is_in_place_before_the_config(node, capsys, monkeypatch):
     events = spy(monkeypatch)
     run(node, capsys, value='nydus')

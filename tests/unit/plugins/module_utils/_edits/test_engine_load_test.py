@@ -9,19 +9,11 @@ for the config dump; the load test itself is set up exactly (starting a
 daemon is tests/module's job).
 """
 
-import json
-from types import SimpleNamespace
-
 import pytest
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
-
-from conftest import CONTAINERD_1, fixture_text, read
-from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
+from helpers.engine import edit_run, started
+from helpers.common import fixture_text, read
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
-
-SNAPSHOTTER = ('plugins', 'io.containerd.grpc.v1.cri', 'containerd', 'snapshotter')
 
 
 @pytest.fixture
@@ -31,46 +23,6 @@ def node(tmp_path):
     path = etc / 'config.toml'
     path.write_text(fixture_text('v2_kubeadm.toml'))
     return dict(path=str(path), state=str(tmp_path / 'state'), tmp=str(tmp_path))
-
-
-def started(monkeypatch, status, skipped=()):
-    """_preflight.load_test answering status; the calls are kept."""
-    calls = []
-
-    def load_test(binary, candidate, **kw):
-        calls.append(dict(kw, binary=binary, candidate=candidate))
-        return SimpleNamespace(status=status, ok=status == _preflight.STATUS_OK, seconds=0.5, required=['cri'],
-                               errors=[] if status == _preflight.STATUS_OK else ['cri: failed to load'],
-                               skipped=list(skipped), containerd_version='1.6.20',
-                               message=lambda: 'containerd did not start: cri: failed to load',
-                               as_dict=lambda: dict(status=status))
-    monkeypatch.setattr(_preflight, 'load_test', load_test)
-    return calls
-
-
-def edit_run(node, capsys, load_test=None, **args):
-    """run_transaction setting the snapshotter to native, in this process."""
-    params = dict(path=node['path'], state_dir=node['state'], owner='coco', containerd_bin=CONTAINERD_1,
-                  _ansible_tmpdir=node['tmp'], _ansible_remote_tmp=node['tmp'])
-    params.update(args)
-
-    def edit(doc, ledger, ctx):
-        doc.toml.set_value(SNAPSHOTTER, 'native')
-        return {}
-
-    from ansible.module_utils.common import warnings
-    for name in ('_global_warnings', '_global_deprecations'):  # each run reports only its own
-        store = getattr(warnings, name, None)
-        if hasattr(store, 'clear'):
-            store.clear()
-    with patch_module_args(params):
-        module = AnsibleModule(argument_spec=dict(_engine.COMMON_ARGUMENT_SPEC, state=dict(type='str')),
-                               supports_check_mode=True)
-        with pytest.raises(SystemExit):
-            _engine.run_transaction(module, edit, load_test=load_test)
-    result = json.loads(capsys.readouterr().out)
-    result['warnings'] = [w['event']['msg'] if isinstance(w, dict) else w for w in result.get('warnings', [])]
-    return result
 
 
 def test_a_load_test_that_skipped_plugins_passes_and_warns_about_each(node, capsys, monkeypatch):

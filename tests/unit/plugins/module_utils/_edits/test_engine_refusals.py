@@ -22,7 +22,7 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
-from conftest import CONTAINERD_1, fixture_text, read
+from helpers.common import CONTAINERD_1, fixture_text, read
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import EditElsewhere

@@ -13,13 +13,17 @@ import pytest
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import sha256_bytes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     _owner_records_left,
-    stat_owner,
     exit_result,
     json_safe,
+    stat_owner,
     tree_records,
     unique_in_order,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
+from helpers.context import FakeContext
+from helpers.common import fixture_text, read
+from helpers.engine import edit_run, setting, started
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
 
 
 class Ended(Exception):
@@ -38,14 +42,6 @@ class Module(object):
 
     def fail_json(self, **result):
         raise Ended('fail', result)
-
-
-class Ctx(object):
-    def __init__(self, path, written=(), owner='gpu', version=(1, 6)):
-        self.path = path
-        self.written = list(written)
-        self.owner = owner
-        self.containerd_version = version
 
 
 # ------------------------------------------------------------------ a result Ansible can send
@@ -67,7 +63,8 @@ def test_a_result_that_cannot_be_sent_fails_naming_what_was_written():
     looped = []
     looped.append(looped)
     with pytest.raises(Ended) as ended:
-        exit_result(Module(), Ctx('/etc/containerd/config.toml', written=['/etc/containerd/config.toml']),
+        exit_result(Module(), FakeContext(path='/etc/containerd/config.toml', owner='gpu', containerd_version=(1, 6),
+                                          written=['/etc/containerd/config.toml']),
                     dict(changed=True, loop=looped))
     assert ended.value.how == 'fail'
     result = ended.value.result
@@ -102,7 +99,7 @@ def test_a_config_that_cannot_be_read_gives_its_own_ledgers_records(tmp_path, te
     records = recorded(state, path)
     assert tree_records(state, path, (1, 6)) == records
     # and an uninstall stops there: the next step could not read the file either
-    assert _owner_records_left(Module(state_dir=state), Ctx(path)) is False
+    assert _owner_records_left(Module(state_dir=state), FakeContext(path=path, owner='gpu', containerd_version=(1, 6))) is False
 
 
 def test_an_uninstall_goes_on_while_a_file_of_the_tree_holds_the_owners_records(tmp_path):
@@ -114,8 +111,8 @@ def test_an_uninstall_goes_on_while_a_file_of_the_tree_holds_the_owners_records(
     state = str(tmp_path / 'state')
     records = recorded(state, str(dropin))
     assert tree_records(state, path, (1, 6)) == records
-    assert _owner_records_left(Module(state_dir=state), Ctx(path)) is True
-    assert _owner_records_left(Module(state_dir=state), Ctx(path, owner='other')) is False
+    assert _owner_records_left(Module(state_dir=state), FakeContext(path=path, owner='gpu', containerd_version=(1, 6))) is True
+    assert _owner_records_left(Module(state_dir=state), FakeContext(path=path, owner='other', containerd_version=(1, 6))) is False
 
 
 # ------------------------------------------------------------------ the candidate's owner, group and mode
@@ -144,3 +141,24 @@ def test_the_file_owner_is_a_uid_or_a_user_name_and_an_unknown_user_fails_naming
 
 def test_facts_read_in_order_keep_their_first_occurrence():
     assert unique_in_order(['runc', 'nvidia', 'runc', 'kata', 'nvidia']) == ['runc', 'nvidia', 'kata']
+
+
+# ------------------------------------------------------------------ a backup, and the load test summary
+def test_a_backup_is_the_file_as_it_was_before_the_write(main_only, capsys):
+    before = read(main_only['path'])
+    res = setting(main_only, capsys, key='images.snapshotter', value='native', backup=True)
+    assert res['changed'] and res['file'] == main_only['path']
+    assert res['backup_file'] != main_only['path'] and read(res['backup_file']) == before
+    assert "snapshotter = 'native'" in read(main_only['path'])
+
+
+def test_validate_load_alone_returns_no_load_test_summary(tmp_path, capsys, monkeypatch):
+    # load_tested is the summary a caller asked for (containerd_baseline's repair), not validate: load's
+    etc = tmp_path / 'etc'
+    etc.mkdir()
+    (etc / 'config.toml').write_text(fixture_text('v2_kubeadm.toml'))
+    node = dict(path=str(etc / 'config.toml'), state=str(tmp_path / 'state'), tmp=str(tmp_path))
+    calls = started(monkeypatch, _preflight.STATUS_OK)
+    res = edit_run(node, capsys, validate='load')
+    assert res['changed'] and len(calls) == 1
+    assert 'load_tested' not in res

@@ -8,6 +8,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import run_logic
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import LedgerError
+from helpers.context import FakeContext
 
 CONFIG = '/etc/containerd/config.toml'
 DROPIN = '/etc/containerd/config.toml.d/nydus.toml'
@@ -36,17 +37,10 @@ class Module(object):
         raise Ended('fail', result)
 
 
-class Ctx(object):
-    def __init__(self, written=(), warnings=()):
-        self.path = CONFIG
-        self.written = list(written)
-        self.warnings = list(warnings)
-
-
 def end(logic, ctx=None, **kwargs):
     module = Module()
     with pytest.raises(Ended) as ended:
-        run_logic(module, ctx or Ctx(), logic, 'containerd_x', **kwargs)
+        run_logic(module, ctx or FakeContext(path=CONFIG), logic, 'containerd_x', **kwargs)
     return ended.value.how, ended.value.result, module.warned
 
 
@@ -57,7 +51,7 @@ def raising(exc):
 
 
 def test_a_result_exits_with_the_warnings_of_the_run():
-    how, result, warned = end(lambda: dict(changed=True, n=1), Ctx(warnings=['kept a key']))
+    how, result, warned = end(lambda: dict(changed=True, n=1), FakeContext(path=CONFIG, warnings=['kept a key']))
     assert how == 'exit' and result == dict(changed=True, n=1)
     assert warned == ['kept a key']
 
@@ -87,7 +81,7 @@ def test_the_subject_given_is_named_instead_of_the_config():
 
 
 def test_a_failure_after_a_write_names_the_written_files_and_is_a_change():
-    how, result, dummy = end(raising(ConfigError('second file refused. Fix: z.')), Ctx(written=[DROPIN]))
+    how, result, dummy = end(raising(ConfigError('second file refused. Fix: z.')), FakeContext(path=CONFIG, written=[DROPIN]))
     assert how == 'fail' and result['changed'] is True and result['written'] == [DROPIN]
     assert result['msg'].startswith('second file refused. Fix: z. Already written before this failure')
     assert DROPIN in result['msg']

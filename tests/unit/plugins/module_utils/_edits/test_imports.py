@@ -6,10 +6,9 @@ import random
 
 import pytest
 import tomlkit
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from conftest import fixture_text
+from helpers.common import fixture_text
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
@@ -23,20 +22,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.import
     remove_raw,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
-
-
-class Ctx(object):
-    def __init__(self, path, version):
-        self.path = path
-        self.containerd_version = version
-        self.warnings = []
-        self.missing_allowed = set()
-
-    def warn(self, msg):
-        self.warnings.append(msg)
-
-    def allow_missing_import(self, entry):
-        self.missing_allowed.add(entry)
+from helpers.context import FakeContext
 
 
 def params(imports, owner='nodeguard', **kw):
@@ -169,11 +155,11 @@ def test_plugin_overrides_by_containerd_version(tmp_path):
     assert plugin_overrides(doc, kata, (2, 1)) == []
     ledger = Ledger(str(tmp_path / 'state'), doc.path)
     with pytest.raises(ConfigError) as err:
-        apply_imports(doc, ledger, Ctx(doc.path, (1, 6)), params([kata]))
+        apply_imports(doc, ledger, FakeContext(path=doc.path, containerd_version=(1, 6)), params([kata]))
     msg = str(err.value)
     assert kata in msg and 'plugins."io.containerd.grpc.v1.cri"' in msg and "runtime 'runc' would be lost" in msg
     assert "default runtime's table ('runc')" in msg
-    out = apply_imports(doc, ledger, Ctx(doc.path, (1, 6)), params([kata], allow_plugin_override=True))
+    out = apply_imports(doc, ledger, FakeContext(path=doc.path, containerd_version=(1, 6)), params([kata], allow_plugin_override=True))
     assert out['added'] == [kata]
 
 
@@ -184,7 +170,7 @@ def test_duplicates_of_others_fold_only_when_writing(tmp_path):
         open(f, 'w').write('version = 2\n')
     text = 'version = 2\nimports = ["%s", "%s", "%s"]\n' % (a, b, a)
     doc = doc_with(text, folder)
-    ctx = Ctx(doc.path, (1, 6))
+    ctx = FakeContext(path=doc.path, containerd_version=(1, 6))
     ledger = Ledger(str(tmp_path / 'state'), doc.path)
     out = apply_imports(doc, ledger, ctx, params([b], owner='x'))
     assert not doc.changed and out['duplicates_removed'] == []
@@ -245,7 +231,7 @@ def test_200_add_remove_iterations_end_byte_identical(tmp_path, start):
         entries = rnd.sample(owned[owner], rnd.randint(1, 2))
         state = rnd.choice(['present', 'absent'])
         doc = ConfigDocument(path, text)
-        ctx = Ctx(path, version)
+        ctx = FakeContext(path=path, containerd_version=version)
         out = apply_imports(doc, ledger, ctx, params(entries, owner=owner, state=state,
                                                      position=rnd.choice(['append', 'prepend'])))
         if doc.changed:
@@ -261,13 +247,13 @@ def test_200_add_remove_iterations_end_byte_identical(tmp_path, start):
             assert rec['resource'][len('import:'):] in resolved, (step, rec, final)
         # the next run with the same arguments changes nothing
         doc2 = ConfigDocument(path, text)
-        apply_imports(doc2, ledger, Ctx(path, version), params(entries, owner=owner, state=state))
+        apply_imports(doc2, ledger, FakeContext(path=path, containerd_version=version), params(entries, owner=owner, state=state))
         assert not doc2.changed, step
     assert writes >= 80 and kept >= 5, (writes, kept)   # the loop did exercise adds, removals and sharing
     # every owner uninstalls everything: the original bytes come back
     for owner in owners:
         doc = ConfigDocument(path, text)
-        apply_imports(doc, ledger, Ctx(path, version), params(pool, owner=owner, state='absent'))
+        apply_imports(doc, ledger, FakeContext(path=path, containerd_version=version), params(pool, owner=owner, state='absent'))
         text = doc.text
     assert text == original
     assert ledger.select(kind='import') == []

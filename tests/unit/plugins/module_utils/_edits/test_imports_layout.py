@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Array layouts the generated arrays of test_imports_edit.py do not make:
+"""Array layouts the generated arrays of test_imports.py do not make:
 several entries on one line of a multi-line array. An entry that shares its
 line is cut out of the line (its neighbours stay), and a new one joins the
 line of the entry it follows. Also: comments, separators, and finding an

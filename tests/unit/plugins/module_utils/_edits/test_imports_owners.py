@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """apply_imports called directly, on the paths the 200-step walk of
-test_imports_edit.py rarely takes: an entry nobody recorded, a recorded entry
+test_imports.py rarely takes: an entry nobody recorded, a recorded entry
 that was removed by hand, prune_missing, entries whose file is missing (or
 will exist), and the warnings and refusals each gives, word for word.
 """
@@ -15,19 +15,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.imports import apply_imports
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
-
-
-class Ctx(object):
-    def __init__(self, version=(1, 7)):
-        self.containerd_version = version
-        self.warnings = []
-        self.allowed = []
-
-    def warn(self, msg):
-        self.warnings.append(msg)
-
-    def allow_missing_import(self, entry):
-        self.allowed.append(entry)
+from helpers.context import FakeContext
 
 
 class Node(object):
@@ -54,7 +42,7 @@ class Node(object):
                       prune_missing=False, allow_plugin_override=False)
         params.update(kw)
         doc = ConfigDocument(self.path, self.text)
-        self.ctx = Ctx(self.version)
+        self.ctx = FakeContext(containerd_version=self.version)
         out = apply_imports(doc, self.ledger, self.ctx, params)
         self.text = doc.text
         return out
@@ -140,10 +128,10 @@ def test_prune_missing_drops_every_copy_of_a_dangling_entry_but_never_one_being_
     # both spellings of gone.toml go; later.toml stays (in place) only when this call adds it
     if state == 'present':
         assert out['pruned'] == out['removed'] == [gone] and out['imports'] == [site, later]
-        assert node.ctx.allowed == [gone, './gone.toml']   # what the engine's missing-import check lets pass
+        assert node.ctx.missing_allowed == [gone, './gone.toml']   # what the engine's missing-import check lets pass
     else:
         assert out['pruned'] == out['removed'] == [gone, later] and out['imports'] == [site]
-        assert node.ctx.allowed == [gone, './gone.toml', later]
+        assert node.ctx.missing_allowed == [gone, './gone.toml', later]
     assert node.records('kata') == []   # the dangling entry's record goes with it
     assert out['duplicates_removed'] == [site]
 
@@ -166,7 +154,7 @@ def test_a_missing_file_the_same_call_writes_first_is_added_without_a_word(tmp_p
     node = Node(tmp_path, 'version = 2\n')
     gpu = node.missing('gpu.toml')
     out = node.run([gpu], will_exist=[node.missing('other.toml'), gpu])
-    assert out['added'] == [gpu] and node.ctx.allowed == [gpu]
+    assert out['added'] == [gpu] and node.ctx.missing_allowed == [gpu]
     # it is still missing now: the closing warning says so, nothing else does
     assert node.ctx.warnings == [
         '%s imports %s, which do(es) not exist: containerd refuses to start with this config. Fix: '
@@ -177,7 +165,7 @@ def test_require_exists_false_adds_a_missing_file_with_warnings(tmp_path):
     node = Node(tmp_path, 'version = 2\n')
     gpu = node.missing('gpu.toml')
     out = node.run(['gpu.toml'], require_exists=False)
-    assert out['added'] == ['gpu.toml'] and out['missing'] == ['gpu.toml'] and node.ctx.allowed == ['gpu.toml']
+    assert out['added'] == ['gpu.toml'] and out['missing'] == ['gpu.toml'] and node.ctx.missing_allowed == ['gpu.toml']
     assert node.ctx.warnings == [
         '%s: gpu.toml imports %s, which does not exist yet: containerd will refuse to start until it does'
         % (node.path, gpu),

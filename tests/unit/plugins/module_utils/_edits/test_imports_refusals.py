@@ -24,18 +24,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.import
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import TomlLayoutError
-
-
-class Ctx(object):
-    def __init__(self, version=(1, 7)):
-        self.containerd_version = version
-        self.warnings = []
-
-    def warn(self, msg):
-        self.warnings.append(msg)
-
-    def allow_missing_import(self, entry):
-        pass
+from helpers.context import FakeContext
 
 
 def doc_at(tmp_path, text):
@@ -47,7 +36,7 @@ def add(tmp_path, text, entries, **kw):
     params = dict(imports=entries, owner='coco', state='present', position='append', require_exists=False,
                   prune_missing=False, allow_plugin_override=False)
     params.update(kw)
-    return doc, apply_imports(doc, Ledger(str(tmp_path / 'state'), doc.path), Ctx(), params)
+    return doc, apply_imports(doc, Ledger(str(tmp_path / 'state'), doc.path), FakeContext(containerd_version=(1, 7)), params)
 
 
 # ------------------------------------------------------------------ entries

@@ -10,11 +10,8 @@ shipped by the image) exactly.
 
 import pytest
 
-from conftest import CRI_V2_PATH as CRI
-from conftest import RUNTIMES_V2_DOTTED as RT_DOTTED
-from conftest import RUNTIMES_V2_PATH as RT
-from conftest import WarnCtx as Ctx
-from conftest import doc_and_ledger
+from helpers.context import CRI_V2_PATH as CRI, RUNTIMES_V2_DOTTED as RT_DOTTED, RUNTIMES_V2_PATH as RT, doc_and_ledger
+from helpers.context import FakeContext
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import (
@@ -37,7 +34,7 @@ def config(default, *names):
 
 
 def absent(doc, ledger, name, owner, force=False):
-    ctx = Ctx()
+    ctx = FakeContext()
     out = runtime_absent(doc, ledger, ctx, dict(name=name, owner=owner, force=force))
     return out, ctx.warnings
 
@@ -46,14 +43,14 @@ def absent(doc, ledger, name, owner, force=False):
 @pytest.mark.parametrize('new', ['kata', 'youki'])  # sorting before and after the default
 def test_a_new_runtime_starts_from_the_default_runtime(tmp_path, new):
     doc, _ledger = doc_and_ledger(tmp_path, config('nvidia', 'runc', 'nvidia'))
-    assert _inherit_source(doc, dict(name=new), Ctx()) == 'nvidia'
+    assert _inherit_source(doc, dict(name=new), FakeContext()) == 'nvidia'
 
 
 def test_the_default_itself_starts_from_runc_and_without_runc_from_nothing(tmp_path):
     doc, _ledger = doc_and_ledger(tmp_path, config('nvidia', 'runc', 'nvidia'))
-    assert _inherit_source(doc, dict(name='nvidia'), Ctx()) == 'runc'
+    assert _inherit_source(doc, dict(name='nvidia'), FakeContext()) == 'runc'
     doc, _ledger = doc_and_ledger(tmp_path, config(None, 'kata'))
-    ctx = Ctx()
+    ctx = FakeContext()
     assert _inherit_source(doc, dict(name='nvidia'), ctx) is None
     assert ctx.warnings == ["%s: no runtime 'runc' to inherit settings from; nvidia starts empty" % doc.path]
 

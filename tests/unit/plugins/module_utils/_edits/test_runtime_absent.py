@@ -3,17 +3,14 @@
 is not there, one another owner created, and whose change of the default counts
 as this owner's (three owners' defaults stacked).
 
-Complements tests/unit/test_runtime_edit.py, which covers forced removals
+Complements test_runtime.py, which covers forced removals
 and two owners' defaults.
 """
 
 import pytest
 
-from conftest import CRI_V2_PATH as CRI
-from conftest import RUNTIMES_V2_DOTTED as RT_DOTTED
-from conftest import RUNTIMES_V2_PATH as RT
-from conftest import WarnCtx as Ctx
-from conftest import doc_and_ledger
+from helpers.context import CRI_V2_PATH as CRI, RUNTIMES_V2_DOTTED as RT_DOTTED, RUNTIMES_V2_PATH as RT, doc_and_ledger
+from helpers.context import FakeContext
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import runtime_absent, runtime_present
@@ -25,14 +22,14 @@ TEXT = ('version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  defa
 
 
 def absent(doc, ledger, name, owner, force=False):
-    ctx = Ctx()
+    ctx = FakeContext()
     out = runtime_absent(doc, ledger, ctx, dict(name=name, owner=owner, force=force))
     return out, ctx.warnings
 
 
 def test_a_second_uninstall_of_a_runtime_the_owner_only_changed_does_nothing_and_says_nothing(tmp_path):
     doc, ledger = doc_and_ledger(tmp_path, TEXT % 'runc')
-    runtime_present(doc, ledger, Ctx(), dict(name='runc', owner='gpu', settings={'sandbox_mode': 'podsandbox'}))
+    runtime_present(doc, ledger, FakeContext(), dict(name='runc', owner='gpu', settings={'sandbox_mode': 'podsandbox'}))
     out, warnings = absent(doc, ledger, 'runc', 'gpu')
     assert out == dict(removed=False, restored=[RT_DOTTED + '.runc.sandbox_mode'], kept=[]) and warnings == []
     assert doc.text == TEXT % 'runc'

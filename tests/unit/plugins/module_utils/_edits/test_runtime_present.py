@@ -13,12 +13,12 @@ import os
 
 import pytest
 
-from conftest import RUNTIMES_V2_PATH as RT
-from conftest import WarnCtx
-from conftest import doc_and_ledger, fixture_text
+from helpers.common import fixture_text
+from helpers.context import RUNTIMES_V2_PATH as RT, doc_and_ledger
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import EditElsewhere
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import apply_runtime
+from helpers.context import FakeContext
 
 CRI2 = 'plugins."io.containerd.grpc.v1.cri"'
 CRI3 = 'plugins."io.containerd.cri.v1.runtime"'
@@ -27,20 +27,12 @@ RUNC = ('\n[%s.containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v
 TEXT = 'version = 2\n\n[%s.containerd]\n  default_runtime_name = "runc"\n%s' % (CRI2, RUNC)
 
 
-class Ctx(WarnCtx):
-    def __init__(self, containerd_version=(1, 7), tree_files=None):
-        super(Ctx, self).__init__()
-        self.containerd_version = containerd_version
-        if tree_files is not None:
-            self.tree_files = tree_files
-
-
 def present(doc, ledger, ctx=None, **params):
-    return apply_runtime(doc, ledger, ctx or Ctx(), dict(dict(owner='gpu', state='present'), **params))
+    return apply_runtime(doc, ledger, ctx or FakeContext(containerd_version=(1, 7)), dict(dict(owner='gpu', state='present'), **params))
 
 
 def absent(doc, ledger, ctx=None, **params):
-    return apply_runtime(doc, ledger, ctx or Ctx(), dict(dict(owner='gpu', state='absent'), **params))
+    return apply_runtime(doc, ledger, ctx or FakeContext(containerd_version=(1, 7)), dict(dict(owner='gpu', state='absent'), **params))
 
 
 # ------------------------------------------------------------------ a new runtime's table
@@ -72,7 +64,7 @@ def test_a_copied_runtime_s_own_type_is_part_of_its_table_not_a_change_to_undo(t
 def test_a_runtime_with_nothing_to_inherit_starts_from_its_type_alone(tmp_path, runtime_type):
     text = 'version = 2\n\n[%s.containerd]\n  snapshotter = "overlayfs"\n' % CRI2
     doc, ledger = doc_and_ledger(tmp_path, text)
-    ctx = Ctx((2, 1))
+    ctx = FakeContext(containerd_version=(2, 1))
     out = present(doc, ledger, ctx, name='kata', runtime_type=runtime_type)
     assert out['runtime'] == {'runtime_type': runtime_type or 'io.containerd.runc.v2'} and out['created'] is True
     assert ctx.warnings == ["%s: no runtime 'runc' to inherit settings from; kata starts empty" % doc.path]
@@ -115,7 +107,7 @@ def test_on_1_x_the_first_runtime_writes_out_the_built_in_runc_and_takes_it_away
 ])
 def test_no_built_in_runc_is_written_when_nothing_would_lose_it(tmp_path, version, text, name):
     doc, ledger = doc_and_ledger(tmp_path, text)
-    present(doc, ledger, Ctx(version), name=name, runtime_type='io.containerd.kata.v2', inherit='none')
+    present(doc, ledger, FakeContext(containerd_version=version), name=name, runtime_type='io.containerd.kata.v2', inherit='none')
     assert sorted(doc.runtimes()) == [name]
     assert [r['kind'] for r in ledger.records] == ['table']
 
@@ -149,7 +141,7 @@ def test_a_change_to_a_runtime_a_drop_in_defines_goes_to_the_drop_in(
     doc, ledger = doc_and_ledger(tmp_path, text)
     for params in (dict(options={'ConfigPath': '/etc/kata.toml'}), dict(inherit='runc')):
         with pytest.raises(EditElsewhere) as err:
-            present(doc, ledger, Ctx((2, 1)), name='kata', **params)
+            present(doc, ledger, FakeContext(containerd_version=(2, 1)), name='kata', **params)
         assert str(err.value) == ('%s: runtime kata is defined in the drop-in %s, which %s imports.'
                                   % (doc.path, dropin, doc.path))
         assert err.value.path == dropin
@@ -159,9 +151,9 @@ def test_a_change_to_a_runtime_a_drop_in_defines_goes_to_the_drop_in(
 def test_a_drop_in_s_runtime_made_the_default_changes_only_config_toml(tmp_path):
     dropin, text = tree(tmp_path, 2, 2, RT)
     doc, ledger = doc_and_ledger(tmp_path, text)
-    out = present(doc, ledger, Ctx((2, 1)), name='kata')
+    out = present(doc, ledger, FakeContext(containerd_version=(2, 1)), name='kata')
     assert out['created'] is False and doc.text == text        # nothing asked: nothing to do
-    out = present(doc, ledger, Ctx((2, 1)), name='kata', default=True)
+    out = present(doc, ledger, FakeContext(containerd_version=(2, 1)), name='kata', default=True)
     assert out['created'] is False and out['default_runtime_name'] == 'kata'
     assert doc.text == text.replace('default_runtime_name = "runc"', 'default_runtime_name = "kata"')
     assert doc.toml.get(RT + ('kata',)) is None
@@ -175,10 +167,10 @@ def test_a_drop_in_the_engine_is_about_to_write_counts_too(tmp_path):
     files = [(doc.path, doc.data), (dropin, {'version': 2, 'plugins': {'io.containerd.grpc.v1.cri': {
         'containerd': {'runtimes': {'kata': {'runtime_type': 'io.containerd.kata.v2'}}}}}})]
     with pytest.raises(EditElsewhere) as err:
-        present(doc, ledger, Ctx((2, 1), tree_files=files), name='kata', options={'ConfigPath': '/x'})
+        present(doc, ledger, FakeContext(containerd_version=(2, 1), tree_files=files), name='kata', options={'ConfigPath': '/x'})
     assert err.value.path == dropin
     # without it, kata is new to the tree and goes to config.toml
-    present(doc, ledger, Ctx((2, 1), tree_files=[(doc.path, doc.data)]), name='kata')
+    present(doc, ledger, FakeContext(containerd_version=(2, 1), tree_files=[(doc.path, doc.data)]), name='kata')
     assert doc.toml.get(RT + ('kata',)) == {'runtime_type': 'io.containerd.runc.v2'}
 
 
@@ -186,7 +178,7 @@ def test_a_version_1_drop_in_s_runtime_is_not_the_one_containerd_uses(tmp_path):
     # containerd ignores a version 1 file's plugins."io.containerd.grpc.v1.cri": kata is new here
     dropin, text = tree(tmp_path, 2, None, RT)
     doc, ledger = doc_and_ledger(tmp_path, text)
-    out = present(doc, ledger, Ctx((2, 1)), name='kata', options={'ConfigPath': '/etc/kata.toml'})
+    out = present(doc, ledger, FakeContext(containerd_version=(2, 1)), name='kata', options={'ConfigPath': '/etc/kata.toml'})
     assert out['created'] is True and out['runtime']['options'] == {'ConfigPath': '/etc/kata.toml'}
 
 
@@ -201,7 +193,7 @@ def test_an_install_after_an_uninstall_makes_the_next_uninstall_judge_afresh(tmp
                             'runtime_type = "io.containerd.runc.v2"\n  sandbox_mode = "podsandbox"\n')
     doc, _unused = doc_and_ledger(tmp_path, with_key)
     present(doc, ledger, name='runc', settings={'sandbox_mode': 'podsandbox'})
-    ctx = Ctx()
+    ctx = FakeContext(containerd_version=(1, 7))
     out = absent(doc, ledger, ctx, name='runc')
     # no record of this owner: the runtime is kept, and the owner is told so
     assert out['kept'] == ['%s.containerd.runtimes.runc' % CRI2] and len(ctx.warnings) == 1

@@ -9,9 +9,7 @@ option it is (``runtimes[2].options.X``).
 
 import pytest
 
-from conftest import RUNTIMES_V2_PATH as RT
-from conftest import WarnCtx
-from conftest import doc_and_ledger
+from helpers.context import RUNTIMES_V2_PATH as RT, doc_and_ledger
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import (
@@ -19,12 +17,9 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtim
     apply_runtime,
     batch_entries,
 )
+from helpers.context import FakeContext
 
 DEFAULT_DOTTED = 'plugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name'
-
-
-class Ctx(WarnCtx):
-    containerd_version = (2, 1)   # merges plugin tables: no built-in runc is written out
 
 
 TEXT = ('version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n\n'
@@ -37,7 +32,7 @@ def refused(tmp_path, text=TEXT, **params):
     full = dict(name='nvidia', owner='gpu', state='present')
     full.update(params)
     with pytest.raises(ConfigError) as err:
-        apply_runtime(doc, ledger, Ctx(), full)
+        apply_runtime(doc, ledger, FakeContext(containerd_version=(2, 1)), full)
     assert doc.text == text and ledger.records == []   # nothing written, nothing recorded
     return str(err.value).replace(doc.path, 'CONFIG'), err.value.given_details()
 
@@ -84,7 +79,7 @@ def test_default_false_on_a_default_another_owner_made_is_refused(tmp_path):
 
 def test_default_false_puts_back_the_default_the_owner_replaced(tmp_path):
     doc, ledger = doc_and_ledger(tmp_path, TEXT)
-    ctx = Ctx()
+    ctx = FakeContext(containerd_version=(2, 1))
     apply_runtime(doc, ledger, ctx, dict(name='kata', owner='coco', state='present', default=True))
     assert doc.default_runtime() == 'kata'
     out = apply_runtime(doc, ledger, ctx, dict(name='kata', owner='coco', state='present', default=False))
@@ -101,7 +96,7 @@ def test_a_batch_refuses_a_bad_entry_before_any_is_applied_naming_entry_and_opti
     doc, ledger = doc_and_ledger(tmp_path, TEXT)
     entries = batch(dict(name='kata-qemu'), dict(name='kata-clh'), dict(name='kata-fc', options={'a b': 1}))
     with pytest.raises(ConfigError) as err:
-        RuntimeBatch(entries, 'coco')(doc, ledger, Ctx())
+        RuntimeBatch(entries, 'coco')(doc, ledger, FakeContext(containerd_version=(2, 1)))
     assert str(err.value) == ("runtimes[2] (kata-fc): %s: options key 'a b' is not valid. Fix: use letters, digits, "
                               "\"-\" and \"_\" only." % doc.path)
     assert err.value.given_details() == dict(key='runtimes[2].options.a b')
@@ -113,7 +108,7 @@ def test_a_batch_entry_refused_while_applied_is_named_with_its_option(tmp_path):
     doc, ledger = doc_and_ledger(tmp_path, TEXT)
     entries = batch(dict(name='kata-qemu'), dict(name='kata-clh', inherit='runsc'))
     with pytest.raises(ConfigError) as err:
-        RuntimeBatch(entries, 'coco')(doc, ledger, Ctx())
+        RuntimeBatch(entries, 'coco')(doc, ledger, FakeContext(containerd_version=(2, 1)))
     assert str(err.value).startswith("runtimes[1] (kata-clh): %s: inherit names runtime 'runsc'" % doc.path)
     assert err.value.given_details() == dict(key='runtimes[1].inherit')
 
@@ -128,7 +123,7 @@ def test_batch_entries_take_the_call_s_state_and_force_unless_given():
 
 def test_a_batch_runs_each_entry_s_own_state_and_reports_the_tables_after_all(tmp_path):
     doc, ledger = doc_and_ledger(tmp_path, TEXT)
-    ctx = Ctx()
+    ctx = FakeContext(containerd_version=(2, 1))
     RuntimeBatch(batch(dict(name='kata-qemu')), 'coco')(doc, ledger, ctx)
     entries = [dict(name='kata-qemu', state='absent', owner='coco', force=False, index=0),
                dict(name='kata-clh', state='present', owner='coco', index=1, runtime_type='io.containerd.kata.v2')]

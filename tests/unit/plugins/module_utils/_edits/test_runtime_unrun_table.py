@@ -7,10 +7,12 @@ import os
 
 import pytest
 
-from conftest import CONTAINERD_17, WarnCtx, doc_and_ledger
+from helpers.common import CONTAINERD_17
+from helpers.context import doc_and_ledger
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import EditElsewhere
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import apply_runtime
+from helpers.context import FakeContext
 
 CRI = 'io.containerd.grpc.v1.cri'
 MAIN = ('version = 2\nimports = ["%s"]\n\n[plugins."%s".containerd]\n  default_runtime_name = "runc"\n\n'
@@ -18,10 +20,6 @@ MAIN = ('version = 2\nimports = ["%s"]\n\n[plugins."%s".containerd]\n  default_r
         '[plugins."%s".containerd.runtimes.kata]\n  runtime_type = "io.containerd.kata.v2"\n')
 DROPIN = ('version = 2\n\n[plugins."%s".containerd]\n  default_runtime_name = "runc"\n\n'
           '[plugins."%s".containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n' % (CRI, CRI))
-
-
-class Ctx17(WarnCtx):
-    containerd_version = (1, 7)
 
 
 def _tree(folder):
@@ -35,7 +33,7 @@ def test_the_message_names_the_file_the_runtime_and_the_fix(tmp_path):
     dropin, text = _tree(tmp_path)
     doc, ledger = doc_and_ledger(tmp_path, text)
     with pytest.raises(EditElsewhere) as err:
-        apply_runtime(doc, ledger, Ctx17(), dict(name='kata', owner='coco', state='present',
+        apply_runtime(doc, ledger, FakeContext(containerd_version=(1, 7)), dict(name='kata', owner='coco', state='present',
                                                  options={'ConfigPath': '/etc/kata/configuration.toml'}))
     assert str(err.value) == (
         '%s: runtime kata is defined here, but containerd 1.7 does not run this table: %s defines plugins."%s" too '

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import WarnCtx as Ctx
+from helpers.context import FakeContext
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
@@ -69,7 +69,7 @@ def test_any_key_inside_a_table_is_managed(tmp_path, key, path):
 def test_a_present_key_without_a_value_is_refused_naming_value(tmp_path):
     doc = doc_at(tmp_path)
     with pytest.raises(ConfigError) as err:
-        apply_setting(doc, ledger_at(tmp_path), Ctx(), one(CRI + '.enable_cdi'))
+        apply_setting(doc, ledger_at(tmp_path), FakeContext(), one(CRI + '.enable_cdi'))
     assert str(err.value) == ('%s: state=present needs a value for %s.enable_cdi. Fix: give value.'
                               % (doc.path, CRI))
     assert err.value.given_details() == dict(key='value')
@@ -86,7 +86,7 @@ def test_a_batch_entry_state_built_at_run_time_is_still_present():
 
 def test_undoing_a_key_nobody_set_and_nobody_has_is_quiet(tmp_path):
     doc = doc_at(tmp_path)
-    ctx = Ctx()
+    ctx = FakeContext()
     out = apply_setting(doc, ledger_at(tmp_path), ctx, one(CRI + '.cdi_spec_dirs', state='absent'))
     assert out['kept'] == [] and out['restored'] == [] and ctx.warnings == []
     out = apply_setting(doc, ledger_at(tmp_path), ctx, one(CRI + '.enable_cdi', state='absent'))
@@ -101,7 +101,7 @@ def test_a_batch_reports_each_key_as_the_file_holds_it_after_all_entries(tmp_pat
     entries = setting_entries(dict(owner='gpu', state='present', settings=[
         dict(key='cri.enable_cdi', value=True, raw=False),
         dict(key=CRI + '.enable_cdi', value='yes', raw=True)]))
-    out = SettingBatch(entries, 'gpu')(doc, ledger_at(tmp_path), Ctx())
+    out = SettingBatch(entries, 'gpu')(doc, ledger_at(tmp_path), FakeContext())
     reported = [(s['key'], s['value']) for s in out['settings']]
     assert reported == [('cri.enable_cdi', 'yes'), (CRI + '.enable_cdi', 'yes')]
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from conftest import WarnCtx as Ctx
+from helpers.context import FakeContext
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
@@ -49,7 +49,7 @@ def test_a_raw_key_that_is_not_a_toml_key_is_refused_with_the_parse_error(tmp_pa
 def test_a_key_that_names_a_table_is_refused_and_the_table_is_left_alone(tmp_path):
     doc, ledger = doc_and_ledger(tmp_path)
     with pytest.raises(ConfigError) as err:
-        apply_setting(doc, ledger, Ctx(), dict(key=CRI, value=True, state='present', raw=True, owner='gpu'))
+        apply_setting(doc, ledger, FakeContext(), dict(key=CRI, value=True, state='present', raw=True, owner='gpu'))
     assert str(err.value) == ('%s: %s is a table, not a value. Fix: name a key inside it.' % (doc.path, CRI))
     assert err.value.given_details() == dict(key=CRI)
     assert doc.text == TEXT and ledger.records == []
@@ -62,7 +62,7 @@ def test_a_batch_entry_s_refusal_names_its_index_and_key(tmp_path):
         dict(key=CRI + '.enable_cdi', value=True, raw=True),
         dict(key=CRI, value=1, raw=True)]))
     with pytest.raises(ConfigError) as err:
-        SettingBatch(entries, 'gpu')(doc, ledger, Ctx())
+        SettingBatch(entries, 'gpu')(doc, ledger, FakeContext())
     assert str(err.value) == ('settings[1] (%s): %s: %s is a table, not a value. Fix: name a key inside it.'
                               % (CRI, doc.path, CRI))
     assert err.value.given_details() == dict(key='settings[1]')

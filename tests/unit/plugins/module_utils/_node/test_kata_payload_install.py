@@ -8,19 +8,17 @@ members are refused, the modes and folders they get, what counts as
 """
 
 import hashlib
-import json
 import os
 import stat
 
 import pytest
 
-from conftest import make_tar
+from helpers.common import make_tar
+from helpers.kata_payload import BASIC, Payload
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import kata_payload as _payload
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.kata_payload import (
     PayloadError,
-    install,
     read_members,
-    remove,
 )
 
 
@@ -28,49 +26,6 @@ def entries_of(tmp_path, members, root='opt/kata'):
     tar, entries = read_members(make_tar(tmp_path / 'p.tar.gz', members), root)
     tar.close()
     return [dict((k, v) for k, v in e.items() if k != 'member') for e in entries]
-
-
-class Payload(object):
-    def __init__(self, tmp_path):
-        self.tmp = tmp_path
-        self.dest = str(tmp_path / 'opt' / 'kata')
-        self.manifest = str(tmp_path / 'state' / 'm.json')
-        self.n = 0
-
-    def archive(self, members, root='opt/kata/'):
-        self.n += 1
-        return make_tar(self.tmp / ('p%d.tar.gz' % self.n), [(root + n, k, d, m) for n, k, d, m in members])
-
-    def params(self, archive, **kw):
-        p = dict(dest=self.dest, archive=archive, manifest=self.manifest, root='opt/kata', require=None,
-                 archive_is_cache=False)
-        p.update(kw)
-        return p
-
-    def install(self, archive, check=False, **kw):
-        return install(self.params(archive, **kw), check)
-
-    def remove(self, check=False):
-        return remove(dict(dest=self.dest, manifest=self.manifest), check)
-
-    def read_manifest(self):
-        with open(self.manifest) as f:
-            return json.load(f)
-
-    def path(self, rel):
-        return os.path.join(self.dest, rel)
-
-    def mode(self, rel):
-        return stat.S_IMODE(os.lstat(self.path(rel)).st_mode)
-
-
-@pytest.fixture
-def p(tmp_path):
-    return Payload(tmp_path)
-
-
-BASIC = [('bin/shim', 'file', b'#!/bin/sh\n', 0o755), ('share/conf-qemu.toml', 'file', b'a = 1\n', 0o644),
-         ('share/conf.toml', 'link', 'conf-qemu.toml', 0o777)]
 
 
 # ---------------------------------------------------------------- the archive
@@ -366,3 +321,11 @@ def test_a_manifest_of_another_dest_is_refused(p, tmp_path):
     p.install(p.archive(BASIC))
     with pytest.raises(PayloadError, match='belongs to %s, not %s' % (p.dest, tmp_path / 'other')):
         p.install(p.archive(BASIC), dest=str(tmp_path / 'other'))
+
+
+# ------------------------------------------------------------------ the result's path lists and their counts
+def test_the_result_lists_the_first_hundred_paths_and_counts_them_all(tmp_path):
+    p = Payload(tmp_path)
+    members = [('bin/f%03d' % i, 'file', b'x', 0o644) for i in range(101)]
+    res = p.install(p.archive(members))
+    assert res['installed_count'] >= 101 and len(res['installed']) == 100

@@ -10,12 +10,7 @@ import pytest
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import kata_payload as _payload
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.kata_payload import PayloadError
 
-from test_payload_install import BASIC, Payload
-
-
-@pytest.fixture
-def p(tmp_path):
-    return Payload(tmp_path)
+from helpers.kata_payload import BASIC, Payload
 
 
 def test_remove_takes_exactly_what_was_installed(p):

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import make_tar
+from helpers.common import make_tar
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import kata_payload as _payload
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.kata_payload import (
     PayloadError,

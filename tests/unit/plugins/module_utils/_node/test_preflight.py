@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, REPO, silent_containerd
+from helpers.common import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_17, CONTAINERD_2, FIXTURES, REPO, silent_containerd
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import process, sandbox
@@ -105,8 +105,7 @@ CTK_DEBIAN_CONFIGURED = '''version = 2
     path = "/var/lib/containerd/opt"
 '''
 # the same file as written by the toolkit, vendored from shared/fixtures (tests/fixtures/nvidia-ctk/README.md)
-CTK_SHARED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'fixtures', 'nvidia-ctk',
-                          'ctk-v1.17.8-nvidia-ctk-debian-shipped-config-default.configured.config.toml')
+CTK_SHARED = os.path.join(FIXTURES, 'nvidia-ctk', 'ctk-v1.17.8-nvidia-ctk-debian-shipped-config-default.configured.config.toml')
 
 
 @pytest.fixture

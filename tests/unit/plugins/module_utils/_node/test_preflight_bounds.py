@@ -18,15 +18,14 @@ import time
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
-from ansible_collections.nodeguard.containerd.plugins.module_utils._node import process, sandbox
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node import (
+    preflight as _preflight,
+    process,
+    sandbox,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import load_test
 
-import test_preflight_load_test
-from test_preflight_load_test import BOOTED, V2_OK, Node
-from test_preflight_process import executable, folder
-
-short_tmp = test_preflight_load_test.short_tmp  # the sibling's fixture, for pytest
+from helpers.preflight import BOOTED, V2_OK, Node, executable, folder
 
 
 class Clock(object):

@@ -8,12 +8,12 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 import pytest
 
+from helpers.preflight import executable, folder
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import preflight as _preflight
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import process, sandbox
 
@@ -81,13 +81,6 @@ def test_the_version_is_asked_once_per_binary_file(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------- tools
-
-def executable(path, text='#!/bin/sh\n'):
-    with open(path, 'w') as f:
-        f.write(text)
-    os.chmod(path, 0o755)
-    return path
-
 
 def test_which_finds_only_executable_files_in_path(tmp_path, monkeypatch):
     a, b = tmp_path / 'a', tmp_path / 'b'
@@ -325,14 +318,6 @@ def test_only_a_listening_socket_is_up(tmp_path):
 
 
 # ---------------------------------------------------------------- private folders
-
-def folder(parent, age, lock=True):
-    d = tempfile.mkdtemp(prefix='nodeguard-preflight-', dir=str(parent))
-    if lock:
-        os.close(sandbox.lock_folder(d))
-    os.utime(d, (time.time() - age, time.time() - age))
-    return d
-
 
 def test_stale_folders_are_removed_after_two_minutes(tmp_path):
     fresh = [folder(tmp_path, 1) for _i in range(3)]

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import CONTAINERD_1
+from helpers.common import CONTAINERD_1
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.info import InfoError, gather
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for

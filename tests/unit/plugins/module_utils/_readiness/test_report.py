@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import report as rep
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import CRI_V2
+from helpers.context import FakeContext
 
 DUMP = '''version = 2
 [grpc]
@@ -24,15 +25,10 @@ DUMP = '''version = 2
 '''
 
 
-class Ctx(object):
-    def __init__(self, dump=(0, DUMP, '')):
-        self.dump = dump
-        self.containerd_bin = '/usr/bin/containerd'
-        self.containerd_version = (1, 7)
-        self.module = None
 
-    def run_command(self, cmd):
-        return self.dump
+def dump_context(dump=(0, DUMP, '')):
+    """The context of a readiness report without a module: every command answers dump."""
+    return FakeContext(containerd_bin='/usr/bin/containerd', containerd_version=(1, 7), answer=dump, module=None)
 
 
 WAIT_OK = dict(ok=True, msg='containerd active, CRI plugins ok', active_state='active',
@@ -94,7 +90,7 @@ class Node(object):
     def report(self, ctx=None, check_mode=False, **p):
         params = dict(self.p)
         params.update(p)
-        return rep.readiness(ctx or Ctx(), params, '1.7.22', check_mode)
+        return rep.readiness(ctx or dump_context(), params, '1.7.22', check_mode)
 
 
 @pytest.fixture
@@ -140,7 +136,7 @@ def test_the_wait_uses_the_socket_the_config_names(node):
     assert kw == dict(reset_failed=True)
     node.report(address='/run/given.sock')
     assert node.calls['wait_ready'][-1][0][2] == '/run/given.sock'
-    node.report(ctx=Ctx((0, 'version = 2\n', '')))
+    node.report(ctx=dump_context((0, 'version = 2\n', '')))
     assert node.calls['wait_ready'][-1][0][2] == '/run/containerd/containerd.sock'
 
 
@@ -167,18 +163,18 @@ def test_an_optional_check_that_fails_is_a_warning(node):
 # ---------------------------------------------------------------- config side
 
 def test_a_refused_config_dump_quotes_containerds_last_line(node):
-    r = node.report(ctx=Ctx((1, '', 'line one\nline two\ncontainerd: failed to load TOML: (2, 1): bad\n\n')))
+    r = node.report(ctx=dump_context((1, '', 'line one\nline two\ncontainerd: failed to load TOML: (2, 1): bad\n\n')))
     assert by_name(r)['config_dump']['reason'] == ('containerd --config %s config dump failed: containerd: failed to '
                                                    'load TOML: (2, 1): bad' % node.p['path'])
     assert not r['ok'] and 'config_dump' in r['failed']
-    r = node.report(ctx=Ctx((1, 'stdout ' + 'x' * 500, '')))
+    r = node.report(ctx=dump_context((1, 'stdout ' + 'x' * 500, '')))
     assert by_name(r)['config_dump']['reason'].endswith('failed: ' + ('stdout ' + 'x' * 500)[-400:])
-    r = node.report(ctx=Ctx((3, '', '')))
+    r = node.report(ctx=dump_context((3, '', '')))
     assert by_name(r)['config_dump']['reason'].endswith('config dump failed: 3')
 
 
 def test_a_dump_that_is_not_toml_is_a_failed_dump(node):
-    r = node.report(ctx=Ctx((0, 'version = = 2', '')))
+    r = node.report(ctx=dump_context((0, 'version = = 2', '')))
     reason = by_name(r)['config_dump']['reason']
     assert reason.startswith('containerd --config %s config dump failed: config dump output is not valid TOML'
                              % node.p['path'])
@@ -287,10 +283,10 @@ def test_a_handlers_description_names_its_path_and_binary(node):
     assert c['handler:kata']['reason'] == ('runtime kata in the effective config (io.containerd.kata.v2 via '
                                            '/opt/kata/bin/containerd-shim-kata-v2)')
     dump = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.bare]\n  privileged = true\n'
-    c = by_name(node.report(ctx=Ctx((0, dump, '')), handlers=['bare', 'other']))
+    c = by_name(node.report(ctx=dump_context((0, dump, '')), handlers=['bare', 'other']))
     assert c['handler:bare']['reason'] == 'runtime bare in the effective config (?)'
     assert c['handler:other']['reason'] == 'no runtime other in the effective config (has: bare)'
-    c = by_name(node.report(ctx=Ctx((0, 'version = 2\n', '')), handlers=['x']))
+    c = by_name(node.report(ctx=dump_context((0, 'version = 2\n', '')), handlers=['x']))
     assert c['handler:x']['reason'] == 'no runtime x in the effective config (has: none)'
 
 
@@ -315,12 +311,12 @@ def test_a_failed_probe_quotes_its_last_line_and_notes(node):
 def test_probe_notes_are_added_to_the_verdict(node):
     dump = DUMP.replace('  runtime_type = "io.containerd.runc.v2"\n',
                         '  runtime_type = "io.containerd.runc.v2"\n  runtime_path = "/x/runc"\n  snapshotter = "zfs"\n')
-    c = by_name(node.report(ctx=Ctx((0, dump, ''))))
+    c = by_name(node.report(ctx=dump_context((0, dump, ''))))
     assert c['probe:runc']['reason'] == (
         'probe container (img) exited 0 in 1.25 s through runc; runtime_path /x/runc not used by ctr for a runc-type '
         'runtime; handler snapshotter zfs not used: the probe runs on the default snapshotter')
     node.probe_results = {'runc': dict(ok=False, rc=1, seconds=0.1, stdout='', stderr='no\n')}
-    assert by_name(node.report(ctx=Ctx((0, dump, ''))))['probe:runc']['reason'].startswith(
+    assert by_name(node.report(ctx=dump_context((0, dump, ''))))['probe:runc']['reason'].startswith(
         'probe container (img) through runc: rc=1 no; runtime_path /x/runc')
 
 

@@ -16,25 +16,17 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.re
     pending,
     restart,
 )
+from helpers.context import FakeContext
 
 DUMP = 'version = 2\nroot = "/var/lib/containerd"\n\n[grpc]\n  address = "/run/k3s/containerd.sock"\n'
 
 
-class Ctx(object):
-    def __init__(self, dump=(0, DUMP, '')):
-        self.dump = dump
-        self.containerd_bin = '/usr/bin/containerd'
-        self.containerd_version = (1, 7)
-        self.warnings = []
-        self.calls = []
-
-    def run_command(self, cmd):
-        self.calls.append(cmd)
+def dump_context(dump=(0, DUMP, '')):
+    """The context of a readiness run whose one command is containerd's `config dump`, answered with dump."""
+    def answer(cmd):
         assert cmd[-2:] == ['config', 'dump'], cmd
-        return self.dump
-
-    def warn(self, msg):
-        self.warnings.append(msg)
+        return dump
+    return FakeContext(containerd_bin='/usr/bin/containerd', containerd_version=(1, 7), answer=answer)
 
 
 @pytest.fixture
@@ -90,18 +82,18 @@ def test_the_socket_the_dump_names():
 # ---------------------------------------------------------------- pending
 
 def test_a_config_dump_refuses_is_pending_and_not_loadable(node):
-    ctx = Ctx((1, 'usage...\n', 'containerd: failed to load TOML: ' + 'x' * 500 + ' end\n'))
+    ctx = dump_context((1, 'usage...\n', 'containerd: failed to load TOML: ' + 'x' * 500 + ' end\n'))
     d = pending(ctx, node.path, node.state_dir, 'containerd.service')
     assert d == dict(pending=True, dump_ok=False, fingerprint=None,
                      reason='containerd --config %s config dump failed: %s'
                             % (node.path, ('containerd: failed to load TOML: ' + 'x' * 500 + ' end')[-400:]))
-    assert ctx.calls == [['/usr/bin/containerd', '--config', node.path, 'config', 'dump']]
-    d = pending(Ctx((2, 'only on stdout\n', '')), node.path, node.state_dir, 'containerd.service')
+    assert ctx.commands == [['/usr/bin/containerd', '--config', node.path, 'config', 'dump']]
+    d = pending(dump_context((2, 'only on stdout\n', '')), node.path, node.state_dir, 'containerd.service')
     assert d['reason'].endswith('config dump failed: only on stdout')
 
 
 def test_without_a_binary_nothing_is_decided_on_the_files(node):
-    ctx = Ctx()
+    ctx = dump_context()
     ctx.containerd_bin = None
     d = pending(ctx, node.path, node.state_dir, 'containerd.service')
     assert d['pending'] and not d['dump_ok'] and 'no containerd binary' in d['reason']
@@ -109,7 +101,7 @@ def test_without_a_binary_nothing_is_decided_on_the_files(node):
 
 def test_containerd_not_running_is_pending(node):
     node.started('inactive', 0.0)
-    d = pending(Ctx(), node.path, node.state_dir, 'containerd.service')
+    d = pending(dump_context(), node.path, node.state_dir, 'containerd.service')
     assert d['pending'] and d['dump_ok']
     assert d['reason'] == 'containerd.service is not running (ActiveState=inactive)'
     assert d['fingerprint'] == dump_fingerprint(DUMP) and d['address'] == '/run/k3s/containerd.sock'
@@ -118,7 +110,7 @@ def test_containerd_not_running_is_pending(node):
 
 def test_started_after_every_file_changed_is_not_pending(node):
     node.started('active', time.time() + 60)
-    d = pending(Ctx(), node.path, node.state_dir, 'containerd.service')
+    d = pending(dump_context(), node.path, node.state_dir, 'containerd.service')
     assert not d['pending'], d
     assert d['reason'] == 'containerd started after the last change of its config files'
     assert d['walk_errors'] == [] and d['newest_path'] in (node.path, node.imported, os.path.dirname(node.path))
@@ -126,7 +118,7 @@ def test_started_after_every_file_changed_is_not_pending(node):
 
 def test_an_import_changed_after_the_start_is_pending(node):
     node.started('active', time.time() - 3600)
-    d = pending(Ctx(), node.path, node.state_dir, 'containerd.service')
+    d = pending(dump_context(), node.path, node.state_dir, 'containerd.service')
     assert d['pending']
     assert d['reason'] == ('%s changed after containerd started, and the effective config is not the one nodeguard '
                            'last restarted containerd with' % d['newest_path'])
@@ -137,7 +129,7 @@ def test_the_reason_names_the_file_that_changed_last(node):
     node.started('active', time.time() - 3600)
     later = time.time() + 3600
     os.utime(node.imported, (later, later))
-    d = pending(Ctx(), node.path, node.state_dir, 'containerd.service')
+    d = pending(dump_context(), node.path, node.state_dir, 'containerd.service')
     assert d['newest_path'] == node.imported and d['newest'] == later
     assert d['reason'].startswith('%s changed after containerd started' % node.imported)
 
@@ -149,7 +141,7 @@ def test_of_files_changed_at_the_same_moment_the_first_is_named(node, tmp_path):
     same = float(int(time.time()) + 7200)
     for p in (node.path, node.imported, str(extra)):
         os.utime(p, (same, same))
-    d = pending(Ctx(), node.path, node.state_dir, 'containerd.service', extra_files=[str(extra)])
+    d = pending(dump_context(), node.path, node.state_dir, 'containerd.service', extra_files=[str(extra)])
     assert d['newest_path'] == node.path
 
 
@@ -158,7 +150,7 @@ def test_a_start_at_the_very_moment_of_the_last_change_is_not_after_it(node):
     for p in (node.path, node.imported):
         os.utime(p, (same, same))
     node.started('active', same)
-    assert pending(Ctx(), node.path, node.state_dir, 'containerd.service')['pending']
+    assert pending(dump_context(), node.path, node.state_dir, 'containerd.service')['pending']
 
 
 def test_an_extra_file_counts_and_missing_ones_are_skipped(node, tmp_path):
@@ -166,17 +158,17 @@ def test_an_extra_file_counts_and_missing_ones_are_skipped(node, tmp_path):
     later = tmp_path / 'runtime-class.yaml'
     later.write_text('')
     os.utime(str(later), (time.time() + 3600, time.time() + 3600))
-    d = pending(Ctx(), node.path, node.state_dir, 'containerd.service',
+    d = pending(dump_context(), node.path, node.state_dir, 'containerd.service',
                 extra_files=[str(tmp_path / 'gone'), str(later)])
     assert d['pending'] and d['newest_path'] == str(later)
-    assert not pending(Ctx(), node.path, node.state_dir, 'containerd.service', extra_files=None)['pending']
+    assert not pending(dump_context(), node.path, node.state_dir, 'containerd.service', extra_files=None)['pending']
 
 
 def test_the_recorded_fingerprint_decides_when_files_are_newer(node):
     started = time.time() - 3600
     node.started('active', started)
     node.record(dump_fingerprint(DUMP), started + 10)
-    d = pending(Ctx(), node.path, node.state_dir, 'containerd.service')
+    d = pending(dump_context(), node.path, node.state_dir, 'containerd.service')
     assert not d['pending'], d
     assert d['reason'] == 'the effective config is the one nodeguard last restarted containerd with'
     assert d['recorded'] == dump_fingerprint(DUMP) and d['recorded_at'] == started + 10
@@ -186,30 +178,30 @@ def test_a_record_made_exactly_at_the_start_still_counts(node):
     started = float(int(time.time() - 3600))
     node.started('active', started)
     node.record(dump_fingerprint(DUMP), started)
-    assert not pending(Ctx(), node.path, node.state_dir, 'containerd.service')['pending']
+    assert not pending(dump_context(), node.path, node.state_dir, 'containerd.service')['pending']
 
 
 def test_a_start_after_the_record_voids_it(node):
     started = time.time() - 3600
     node.started('active', started)
     node.record(dump_fingerprint(DUMP), started - 10)
-    assert pending(Ctx(), node.path, node.state_dir, 'containerd.service')['pending']
+    assert pending(dump_context(), node.path, node.state_dir, 'containerd.service')['pending']
 
 
 def test_another_fingerprint_or_none_recorded_is_pending(node):
     started = time.time() - 3600
     node.started('active', started)
-    d = pending(Ctx(), node.path, node.state_dir, 'containerd.service')
+    d = pending(dump_context(), node.path, node.state_dir, 'containerd.service')
     assert d['pending'] and d['recorded'] is None and d['recorded_at'] == 0.0
     node.record('0' * 64, started + 10)
-    assert pending(Ctx(), node.path, node.state_dir, 'containerd.service')['pending']
+    assert pending(dump_context(), node.path, node.state_dir, 'containerd.service')['pending']
 
 
 def test_an_unknown_start_time_leaves_it_to_the_fingerprint(node):
     node.started('active', 0.0)
-    assert pending(Ctx(), node.path, node.state_dir, 'containerd.service')['pending']
+    assert pending(dump_context(), node.path, node.state_dir, 'containerd.service')['pending']
     node.record(dump_fingerprint(DUMP), time.time() - 3600)
-    assert not pending(Ctx(), node.path, node.state_dir, 'containerd.service')['pending']
+    assert not pending(dump_context(), node.path, node.state_dir, 'containerd.service')['pending']
 
 
 def test_an_unreadable_import_leaves_it_to_the_fingerprint(node):
@@ -217,7 +209,7 @@ def test_an_unreadable_import_leaves_it_to_the_fingerprint(node):
     with open(node.imported, 'w') as f:
         f.write('version = = 2\n')
     node.started('active', time.time() + 60)
-    d = pending(Ctx(), node.path, node.state_dir, 'containerd.service')
+    d = pending(dump_context(), node.path, node.state_dir, 'containerd.service')
     assert d['pending'] and d['walk_errors'] and node.imported in d['walk_errors'][0]
 
 
@@ -225,7 +217,7 @@ def test_a_main_file_only_containerd_can_read_leaves_it_to_the_fingerprint(node)
     with open(node.path, 'w') as f:
         f.write('version = = 2\n')
     node.started('active', time.time() + 60)
-    d = pending(Ctx(), node.path, node.state_dir, 'containerd.service')
+    d = pending(dump_context(), node.path, node.state_dir, 'containerd.service')
     assert d['pending'] and len(d['walk_errors']) == 1
 
 
@@ -272,7 +264,7 @@ def opts(node, **kw):
 
 def test_nothing_pending_nothing_done(node, monkeypatch):
     d = Daemon(monkeypatch)
-    fact, decision, preflight = restart(Ctx(), opts(node, preflight=True), False)
+    fact, decision, preflight = restart(dump_context(), opts(node, preflight=True), False)
     assert fact == dict(restarted=False, needed=False, refused=False, reason=decision['reason'], cri_ok=False,
                         wait={}, seconds=0)
     assert preflight is None and d.calls == [] and d.loads == []
@@ -281,7 +273,7 @@ def test_nothing_pending_nothing_done(node, monkeypatch):
 def test_pending_restarts_waits_and_records(node, monkeypatch):
     node.started('active', time.time() - 3600)
     d = Daemon(monkeypatch)
-    fact, decision, preflight = restart(Ctx(), opts(node, timeout=45), False)
+    fact, decision, preflight = restart(dump_context(), opts(node, timeout=45), False)
     assert decision['pending'] and fact['needed'] and fact['restarted'] and fact['cri_ok'] and not fact['refused']
     # the stopped containerd's pid first: its farewell lines are no cause of a failed start
     assert d.calls == [(['systemctl', 'show', 'containerd.service', '--property=MainPID', '--value'], 15),
@@ -293,28 +285,28 @@ def test_pending_restarts_waits_and_records(node, monkeypatch):
     assert open(fact['wait']['recorded']).read().strip() == decision['fingerprint']
     assert 0 <= fact['seconds'] < 5 and preflight is None
     # the next decision: containerd runs what was recorded
-    assert not pending(Ctx(), node.path, node.state_dir, 'containerd.service')['pending']
+    assert not pending(dump_context(), node.path, node.state_dir, 'containerd.service')['pending']
 
 
 def test_the_restart_call_is_bounded_by_at_least_90_seconds(node, monkeypatch):
     node.started('active', time.time() - 3600)
     d = Daemon(monkeypatch)
-    restart(Ctx(), opts(node, timeout=5), False)
+    restart(dump_context(), opts(node, timeout=5), False)
     assert d.calls[-1] == (['systemctl', 'restart', 'containerd.service'], 90)
 
 
 def test_the_socket_given_wins_then_the_dumps_then_the_default(node, monkeypatch):
     node.started('active', time.time() - 3600)
     d = Daemon(monkeypatch)
-    restart(Ctx(), opts(node, address='/run/mine.sock'), False)
-    restart(Ctx((0, 'version = 2\n', '')), opts(node), False)
+    restart(dump_context(), opts(node, address='/run/mine.sock'), False)
+    restart(dump_context((0, 'version = 2\n', '')), opts(node), False)
     assert [w['address'] for w in d.waits] == ['/run/mine.sock', '/run/containerd/containerd.sock']
 
 
 def test_a_failed_restart_is_reported_and_not_recorded(node, monkeypatch):
     node.started('active', time.time() - 3600)
     Daemon(monkeypatch, wait_ok=False, restart_rc=1)
-    fact, _decision, _pf = restart(Ctx(), opts(node), False)
+    fact, _decision, _pf = restart(dump_context(), opts(node), False)
     assert fact['restarted'] and not fact['cri_ok']
     assert fact['wait']['restart_rc'] == 1 and fact['wait']['restart_error'] == ('out: ' + 'o' * 500)[-400:]
     assert 'recorded' not in fact['wait'] or fact['wait']['recorded'] is None
@@ -323,14 +315,14 @@ def test_a_failed_restart_is_reported_and_not_recorded(node, monkeypatch):
 
 def test_force_restarts_without_a_change(node, monkeypatch):
     d = Daemon(monkeypatch)
-    fact, decision, _pf = restart(Ctx(), opts(node, force=True), False)
+    fact, decision, _pf = restart(dump_context(), opts(node, force=True), False)
     assert not decision['pending'] and fact['needed'] and fact['restarted']
     assert [c[0][1] for c in d.calls].count('restart') == 1
 
 
 def test_a_config_containerd_cannot_load_is_refused_untouched(node, monkeypatch):
     d = Daemon(monkeypatch)
-    fact, decision, preflight = restart(Ctx((1, '', 'bad toml')), opts(node, preflight=True), False)
+    fact, decision, preflight = restart(dump_context((1, '', 'bad toml')), opts(node, preflight=True), False)
     assert fact['refused'] and fact['needed'] and not fact['restarted']
     assert fact['reason'] == decision['reason'] and 'bad toml' in fact['reason']
     assert d.calls == [] and d.loads == [] and preflight is None
@@ -339,7 +331,7 @@ def test_a_config_containerd_cannot_load_is_refused_untouched(node, monkeypatch)
 def test_the_load_test_refuses_what_config_dump_accepts(node, monkeypatch):
     node.started('active', time.time() - 3600)
     d = Daemon(monkeypatch, load='failed')
-    fact, _decision, preflight = restart(Ctx(), opts(node, preflight=True, preflight_timeout=33), False)
+    fact, _decision, preflight = restart(dump_context(), opts(node, preflight=True, preflight_timeout=33), False)
     assert fact['refused'] and not fact['restarted'] and d.calls == []
     assert fact['reason'] == '%s: containerd 1.7 starts, but its plugin cri failed to load' % node.path
     assert d.loads == [('/usr/bin/containerd', node.path, 33)]
@@ -349,11 +341,11 @@ def test_the_load_test_refuses_what_config_dump_accepts(node, monkeypatch):
 def test_a_load_test_that_passes_or_cannot_run_lets_the_restart_go(node, monkeypatch):
     node.started('active', time.time() - 3600)
     Daemon(monkeypatch, load='ok')
-    ctx = Ctx()
+    ctx = dump_context()
     fact, _d, preflight = restart(ctx, opts(node, preflight=True), False)
     assert fact['restarted'] and preflight['status'] == 'ok' and ctx.warnings == []
     Daemon(monkeypatch, load='cannot_run')
-    ctx = Ctx()
+    ctx = dump_context()
     fact, _d, preflight = restart(ctx, opts(node, preflight=True, force=True), False)
     assert fact['restarted'] and not fact['refused'] and preflight['status'] == 'cannot_run'
     assert ctx.warnings == ["the load test of %s could not run (%s: containerd 1.7 starts, but its plugin cri failed "
@@ -363,7 +355,31 @@ def test_a_load_test_that_passes_or_cannot_run_lets_the_restart_go(node, monkeyp
 def test_check_mode_decides_and_load_tests_but_never_restarts(node, monkeypatch):
     node.started('active', time.time() - 3600)
     d = Daemon(monkeypatch)
-    fact, decision, preflight = restart(Ctx(), opts(node, preflight=True), True)
+    fact, decision, preflight = restart(dump_context(), opts(node, preflight=True), True)
     assert decision['pending'] and fact['needed'] and not fact['restarted'] and not fact['refused']
     assert preflight['status'] == 'ok' and d.calls == [] and d.waits == []
     assert not os.path.exists(node.state_dir)
+
+
+# ------------------------------------------------------------------ the restart's timing figures
+class RestartClock(object):
+    """rr's time module: monotonic() gives the readings in turn."""
+
+    def __init__(self, *readings):
+        self.readings = list(readings)
+
+    def monotonic(self):
+        return self.readings.pop(0)
+
+    def time(self):
+        return 1800000000.0
+
+
+def test_the_restart_seconds_are_in_hundredths(node, monkeypatch):
+    node.started('active', time.time() - 3600)
+    Daemon(monkeypatch)
+    clock = RestartClock(500.0, 501.23456)
+    monkeypatch.setattr(rr, 'time', clock)
+    fact, decision, _preflight = rr.restart(dump_context(), opts(node), False)
+    assert decision['pending'] and fact['restarted'] and fact['cri_ok'] and clock.readings == []
+    assert fact['seconds'] == 1.23

@@ -297,3 +297,29 @@ def test_the_wait_is_bounded(node):
     took = time.monotonic() - t0
     assert 0.5 <= took < 3 and 3 <= w['polls'] <= 7
     assert w['waited_seconds'] == pytest.approx(took, abs=0.1)
+
+
+# ------------------------------------------------------------------ the wait's own timing figures
+class WaitClock(object):
+    """svc's time module: monotonic() gives the readings in turn."""
+
+    def __init__(self, *readings):
+        self.readings = list(readings)
+
+    def monotonic(self):
+        return self.readings.pop(0)
+
+    sleep = staticmethod(time.sleep)
+
+
+def test_up_for_and_waited_seconds_are_in_milliseconds(node, monkeypatch):
+    """Started at 990 s (systemd's µs), the wait began at 1000 s, the plugins were ok at 1000.5 s and
+    the report was made at 1000.56789 s."""
+    clock = WaitClock(1000.0, 1000.5, 1000.56789)
+    monkeypatch.setattr(svc, 'time', clock)
+    node([dict(ACTIVE, ExecMainStartTimestampMonotonic='990000000')])
+    w = svc.wait_ready('c.service', '/usr/bin/ctr', '/s', (1, 7), 5)
+    assert w['ok'] and w['polls'] == 1 and clock.readings == []
+    assert w['up_for_seconds'] == 10.568
+    assert w['waited_seconds'] == 0.568
+    assert w['msg'] == 'containerd active, CRI plugins ok after 0.57 s of waiting'

@@ -7,6 +7,7 @@ import os
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import tree as rt
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import CRI_V2, CRI_V3_RUNTIME
+from helpers.context import FakeContext
 
 
 def write(path, text):
@@ -58,9 +59,8 @@ def test_a_main_file_that_is_missing_or_broken_is_a_parse_error(tmp_path):
 
 
 def test_config_dump_needs_a_binary():
-    class Ctx(object):
-        containerd_bin = None
-    assert rt.config_dump(Ctx(), '/etc/containerd/config.toml') == (
+
+    assert rt.config_dump(FakeContext(), '/etc/containerd/config.toml') == (
         127, '', 'no containerd binary in PATH or the usual folders (set containerd_bin)')
 
 

@@ -18,7 +18,7 @@ import os
 import pytest
 import tomlkit
 
-from conftest import assert_containerd_accepts, read
+from helpers.common import CONTAINERD_17, assert_containerd_accepts, read
 
 V2_IMAGES = ('plugins', 'io.containerd.grpc.v1.cri', 'containerd')
 V3_IMAGES = ('plugins', 'io.containerd.cri.v1.images')
@@ -68,7 +68,7 @@ def snapshotter_line(fixture, value):
     return 'snapshotter = %s%s%s' % (quote, value, quote)
 
 
-# ------------------------------------------------------------------ gap 1
+# ------------------------------------------------------------------ an undo never overwrites a value changed since
 @pytest.mark.parametrize('fixture', FIXTURES)
 def test_undo_keeps_a_value_the_operator_changed_since(run_module, config, fixture):
     path = config(fixture)
@@ -126,7 +126,7 @@ def test_a_hand_edit_that_only_changes_quoting_is_not_a_change(run_module, confi
     assert read(path, 'rb') == original
 
 
-# ------------------------------------------------------------------ gap 2
+# ------------------------------------------------------------------ a second owner on a runtime another owner created
 @pytest.mark.parametrize('fixture', FIXTURES)
 def test_second_owner_on_a_runtime_another_owner_created(run_module, config, fixture):
     path = config(fixture)
@@ -177,7 +177,7 @@ def test_creator_leaving_first_removes_its_runtime_and_says_whose_keys_go(run_mo
     assert not res['changed'] and read(path, 'rb') == original
 
 
-# ------------------------------------------------------------------ gap 3
+# ------------------------------------------------------------------ record order after owners come and go
 STEPS = [('a', 'nydus'), ('b', 'native'), ('a', None), ('c', 'zfs'), ('b', None), ('c', None)]
 
 
@@ -219,4 +219,36 @@ def test_three_owners_on_a_runc_option_any_order(run_module, config):
         res = run_module('containerd_runtime', path=path, name='runc', owner=owner, state='absent')
         assert res['warnings'] == []
         assert value_at(path, where) == left
+    assert read(path, 'rb') == original
+
+
+# ------------------------------------------------------------------ two owners of one setting
+V2_CRI = 'io.containerd.grpc.v1.cri'
+
+
+def cri(path, plugin=V2_CRI):
+    return tomlkit.parse(read(path)).unwrap().get('plugins', {}).get(plugin, {})
+
+
+def test_same_value_from_two_owners_survives_the_first_leaving(run_module, config):
+    path = config('v2_kubeadm.toml')
+    original = read(path, 'rb')
+    run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='gpu', containerd_bin=CONTAINERD_17)
+    res = run_module('containerd_setting', path=path, key='cri.enable_cdi', value=True, owner='coco', containerd_bin=CONTAINERD_17)
+    assert not res['changed']
+    run_module('containerd_setting', path=path, key='cri.enable_cdi', owner='gpu', state='absent', containerd_bin=CONTAINERD_17)
+    assert cri(path)['enable_cdi'] is True, 'coco still needs enable_cdi'
+    run_module('containerd_setting', path=path, key='cri.enable_cdi', owner='coco', state='absent', containerd_bin=CONTAINERD_17)
+    assert read(path, 'rb') == original
+
+
+def test_owner_setting_again_after_another_keeps_the_original(run_module, config):
+    path = config('v2_kubeadm.toml')
+    original = read(path, 'rb')
+    key = 'plugins."io.containerd.grpc.v1.cri".max_concurrent_downloads'
+    for owner, value in (('a', 1), ('b', 2), ('a', 3)):
+        run_module('containerd_setting', path=path, key=key, raw=True, value=value, owner=owner)
+    run_module('containerd_setting', path=path, key=key, raw=True, owner='a', state='absent')
+    assert cri(path)['max_concurrent_downloads'] == 2, 'b set 2 after a; a leaving gives back b\'s value'
+    run_module('containerd_setting', path=path, key=key, raw=True, owner='b', state='absent')
     assert read(path, 'rb') == original

@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from conftest import REPO
+from helpers.common import REPO
 
 PLUGIN = os.path.join(REPO, 'molecule', 'shared', 'lookup_plugins', 'container_pid.py')
 
