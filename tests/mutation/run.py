@@ -19,8 +19,9 @@ What it does:
    takes.  Tests that fail here (on unmutated code) are left out and named.
 3. Canaries: in each copy, a mutant that makes every file fail at import
    must be killed, through an in-process test and through a module run as a
-   subprocess.  If one survives, the tests are not importing the copy and the
-   run stops.
+   subprocess (the test files picked by what they import and run:
+   canary_tests).  If one survives, the tests are not importing the copy and
+   the run stops.
 4. Makes the cosmic-ray mutants of the selected files (the operator set of
    config.toml `operators` or --operators: "mutmut", mutmut's one
    replacement per operator site, or "all"; see MUTMUT_OPERATORS; a session
@@ -40,7 +41,11 @@ What it does:
    fail_under (config.toml) or some mutants could not be run.
 
 --changed mutates only lines added or changed against --base (default HEAD)
-in the working tree, for use before a commit.
+in the working tree, for use before a commit.  --recheck judges a report's
+survivors again with named tests (which must pass on the unmutated copy
+first); --stale-equivalents lists the entries of equivalents.toml that name
+no mutant.  Files are named by their path below plugins/module_utils/
+(_core/atomic.py), every *.py there, packages too.
 """
 
 import argparse
