@@ -1059,6 +1059,11 @@ def write_report(run_dir, meta, rows, records, out_dir):
     if meta.get('excluded_tests'):
         lines += ['', '## Tests left out (failed on the unmutated copy, or excluded in config.toml)', '']
         lines += ['- `%s`: %s' % (n, why) for n, why in sorted(meta['excluded_tests'].items())]
+    if meta.get('stale_equivalents'):
+        lines += ['', '## Stale entries of equivalents.toml (%d)' % len(meta['stale_equivalents']), '',
+                  'They name no mutant of the files run: drop them, or give the line, scope or file it has now.', '']
+        lines += ['- `%s` %s `%s` -> `%s`: %s' % (e['file'], e['operator'], e['line'].strip(), e['mutated'].strip(),
+                                               e['why']) for e in meta['stale_equivalents']]
     surv = [r for r in records if r['outcome'] in (SURVIVED, UNCOVERED, INCOMPETENT)]
     lines += ['', '## Survivors (%d)' % len(surv), '',
               'Kill each with a test, or list it in tests/mutation/equivalents.toml with the reason it cannot '
@@ -1476,6 +1481,12 @@ def main(argv=None):
         if left:
             log('time budget reached: %d mutants not run' % len(left))
         rows = summarise(files, records)
+        # entries of these files that named no mutant (every operator counts, so not only this run's set)
+        stale = [dict(e, why=why) for e, why in
+                 equivalents_status(trees[0], cfg, [e for e in equivalents if e['file'] in files], files)[1]]
+        if stale:
+            log('equivalents.toml: %d entries of these files name no mutant (report.md lists them; '
+                'run.py --stale-equivalents)' % len(stale))
         elapsed = time.monotonic() - t0
         per_minute = done[0] / max(1e-6, (time.monotonic() - run_start) / 60.0)
         meta = dict(started=started.isoformat(timespec='seconds'),
@@ -1486,7 +1497,7 @@ def main(argv=None):
                     workers=workers, cosmic_ray=cr_version, command=' '.join(['run.py'] + (argv or sys.argv[1:])),
                     excluded_tests=excluded, mutants_per_minute=round(per_minute, 1),
                     operators=cfg['operators'], operator_names=operator_names,
-                    fork_server=fork_server_summary(trees, args.no_fork_server))
+                    fork_server=fork_server_summary(trees, args.no_fork_server), stale_equivalents=stale)
         save_sessions(run_dir, cfg, files, records)
         write_report(run_dir, meta, rows, records, out_dir)
         print_table(rows)

@@ -123,3 +123,17 @@ def test_the_projects_entries_are_exact_and_grouped_by_file_in_package_order():
         assert text.count('\n# %s\n' % name) == 1, 'one heading per file: # %s' % name
     with open(MUTATION / 'equivalents.toml', 'rb') as f:
         assert len(tomllib.load(f)['mutant']) == len(entries)
+
+
+def test_a_full_runs_report_lists_the_stale_entries_of_its_files(tmp_path):
+    run = _runner()
+    _tree(tmp_path, {'_core/paths.py': TWINS})
+    files = run.source_files(CFG, tmp_path)
+    stale = [dict(e, why=why) for e, why in
+             run.equivalents_status(tmp_path, CFG, [_entry(scope='first'), _entry(scope='third')], files)[1]]
+    meta = dict(started='s', finished='f', elapsed='1 min', tree='worktree', head='abc', mode='all lines', workers=1,
+                cosmic_ray='8.7.0', command='run.py', stale_equivalents=stale)
+    text = run.write_report(tmp_path, meta, [], [], tmp_path)
+    assert '## Stale entries of equivalents.toml (1)' in text
+    assert ('- `_core/paths.py` core/ReplaceBinaryOperator_Sub_Add `for cut in range(len(path) - 1, 0, -1):` -> '
+            '`for cut in range(len(path) + 1, 0, -1):`: no such mutant') in text
