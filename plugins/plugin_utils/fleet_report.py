@@ -26,6 +26,7 @@ from markupsafe import escape
 from ansible.module_utils.parsing.convert_bool import boolean
 
 RESULT_EVENTS = frozenset(('runner_on_ok', 'runner_on_failed', 'runner_on_skipped', 'runner_on_unreachable'))
+RESULT_EVENT_BYTES = tuple(('"%s"' % kind).encode('ascii') for kind in sorted(RESULT_EVENTS))
 COLUMNS = ['node', 'status', 'containerd', 'config_version', 'runtimes', 'readiness', 'restarts', 'drift',
            'changed', 'seconds']
 
@@ -116,7 +117,11 @@ def read_events(events_dir, play_name):
         if not os.path.isfile(path):
             continue
         with open(path, 'rb') as f:
-            events.append(json.loads(f.read().decode('utf-8')))
+            raw = f.read()
+        # only task results count: the other events (task starts, runner_on_start of each node, output) are
+        # most of a job's and are not parsed
+        if any(kind in raw for kind in RESULT_EVENT_BYTES):
+            events.append(json.loads(raw.decode('utf-8')))
     events.sort(key=lambda e: e.get('counter', 0))
     seen = set()
     for e in events:

@@ -108,10 +108,11 @@ def info_of(nodes, counted, seed=2):
     return {'results': results, 'changed': False, 'msg': 'All items completed'}
 
 
-def write_events(folder, nodes, count, seed=3):
+def write_events(folder, nodes, count, seed=3, starts=False):
     """About count job events of a rollout over nodes, written as ansible-runner does (job_events/<counter>-<uuid>.json,
-    and a few <uuid>-partial.json copies)."""
+    and a few <uuid>-partial.json copies); starts: each result after its node's runner_on_start, as in a real job."""
     rng = random.Random(seed)
+    starts_rng = random.Random(seed + 100)
     events_dir = os.path.join(folder, 'job_events')
     os.makedirs(events_dir)
     counter = 0
@@ -122,6 +123,12 @@ def write_events(folder, nodes, count, seed=3):
 
     def write(event, data, partial=False):
         nonlocal counter
+        if starts and event.startswith('runner_on_'):
+            counter += 1
+            start = {'uuid': '%032x' % starts_rng.getrandbits(128), 'counter': counter, 'event': 'runner_on_start',
+                     'event_data': {'host': data['host'], 'task': data.get('task'), 'play': data.get('play')}}
+            with open(os.path.join(events_dir, '%d-%s.json' % (counter, start['uuid'])), 'w') as f:
+                json.dump(start, f)
         counter += 1
         ev = {'uuid': uuid(), 'counter': counter, 'event': event, 'event_data': data,
               'created': '2026-12-05T16:19:%02d.%06d' % (counter // 1000 % 60, counter % 1000000)}
@@ -174,7 +181,8 @@ def write_events(folder, nodes, count, seed=3):
     return folder
 
 
-def case(folder, size=12, events=800, serial=4, stop_batch=None, with_events=True, seed=1, rollout=True):
+def case(folder, size=12, events=800, serial=4, stop_batch=None, with_events=True, seed=1, rollout=True,
+         starts=False):
     """One report's whole input: hosts, failed hosts, events folder, since, service, hostvars (rollout: False - a
     run that is not a rollout, such as verify.yml: no batches, no kept failures)."""
     nodes = node_names(size)
@@ -184,6 +192,6 @@ def case(folder, size=12, events=800, serial=4, stop_batch=None, with_events=Tru
             hv.pop('nodeguard_batch', None)
             hv.pop('nodeguard_failure', None)
     failed_hosts = [h for h in nodes if nodes.index(h) % 15 == 14]
-    events_dir = write_events(folder, nodes[:size - 1], events, seed=seed + 2) if with_events else ''
+    events_dir = write_events(folder, nodes[:size - 1], events, seed=seed + 2, starts=starts) if with_events else ''
     return {'hosts': nodes, 'failed_hosts': failed_hosts, 'events_dir': events_dir, 'since': SINCE,
             'service': 'containerd', 'hostvars': hostvars, 'play': PLAY, 'title': 'fleet <report> & "co"'}

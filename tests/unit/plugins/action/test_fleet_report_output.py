@@ -72,6 +72,8 @@ def test_events_once_each_in_the_runners_order_without_the_reports_own(tmp_path)
     event(7, 'runner_on_ok', 'a', 'Check readiness', play='Fleet report', duration=9.0)
     event(8, 'runner_on_ok', 'b', 'Build', role='nodeguard.containerd.fleet_report', duration=9.0)
     event(9, 'runner_on_unreachable', 'c', 'Read', duration=None)
+    event(10, 'runner_on_start', 'a', 'Write', duration=5.0)   # not a result
+    event(11, 'verbose', '', '', stdout='"runner_on_ok"')      # names a result, is none
     hosts = fr.read_events(str(tmp_path), 'Fleet report')['hosts']
     assert hosts['a'] == {'seconds': 3.75, 'tasks': 3, 'changed': 1, 'failed': ['Probe'], 'last_failed': False,
                           'rescued': 1, 'unreachable': False}
