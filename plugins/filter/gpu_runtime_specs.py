@@ -83,10 +83,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.module_utils.six import string_types
 
-try:
-    from collections.abc import Mapping
-except ImportError:  # Python 2
-    from collections import Mapping
+from collections.abc import Mapping
 
 
 def gpu_runtime_specs(runtimes, binary='/usr/bin/nvidia-container-runtime', suffixes=None, probe=True):

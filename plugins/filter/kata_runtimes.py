@@ -107,10 +107,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.module_utils.six import string_types
 
-try:
-    from collections.abc import Mapping
-except ImportError:  # Python 2
-    from collections import Mapping
+from collections.abc import Mapping
 
 
 def kata_runtimes(classes, shim_path='/opt/kata/bin/containerd-shim-kata-v2',
@@ -131,13 +128,13 @@ def kata_runtimes(classes, shim_path='/opt/kata/bin/containerd-shim-kata-v2',
         name = item['name']
         shim = item.get('shim', re.sub('^kata-', '', name))
         rs = item.get('runtime', 'rs' if shim in rs_shims else 'go') == 'rs'
+        config = '%s/configuration-%s.toml' % (config_rs_dir if rs else config_dir, shim)
         runtime = {
             'name': name,
             'shim': shim,
             'runtime_type': item.get('runtime_type', 'io.containerd.kata-%s.v2' % shim),
             'runtime_path': item.get('runtime_path', shim_rs_path if rs else shim_path),
-            'config_path': item.get('config_path', '%s/configuration-%s.toml' % (config_rs_dir if rs else config_dir,
-                                                                                   shim)),
+            'config_path': item.get('config_path', config),
             'snapshotter': item.get('snapshotter', snapshotter),
             'probe': boolean(item.get('probe', name in probe_handlers), strict=False),
         }
