@@ -63,8 +63,8 @@ MOLECULE_BASE := $(CURDIR)/.config/molecule/config.yml
 # round trips), so a second lane keeps both cores of a 2-core machine busy.
 # TEST_PARALLEL=0 runs the lanes' stages one after the other instead, with
 # their output on the terminal.
-TEST_STAGES ?= deps collection lint-pipelines test-unit test-module test-standins images
-TEST_LANE_1 ?= $(addprefix molecule-,$(filter coco,$(MOLECULE_SCENARIOS))) sanity lint test-docs
+TEST_STAGES ?= deps collection lint-pipelines test-tooling test-unit test-module test-standins images
+TEST_LANE_1 ?= $(addprefix molecule-,$(filter coco,$(MOLECULE_SCENARIOS))) sanity lint test-docs test-release
 TEST_LANE_2 ?= test-roles $(addprefix molecule-,$(filter-out coco,$(MOLECULE_SCENARIOS))) test-reliability test-compat
 TEST_PARALLEL ?= 1
 
@@ -74,7 +74,7 @@ TEST_PARALLEL ?= 1
 test-compat: collection
 	@$(STAGE) test-compat $(VENV)/bin/python tests/compat/run.py
 
-.PHONY: help deps collection test lint-pipelines test-unit test-module test-roles test-standins \
+.PHONY: help deps collection test release test-release test-tooling lint-pipelines test-unit test-module test-roles test-standins \
 	test-reliability images test-molecule sanity lint demo demo-clean bench \
 	mutation mutation-changed flake-hunt setup-stress test-clone-paths clean distclean
 
@@ -90,6 +90,9 @@ help:
 	@echo "make molecule-NAME     one scenario (make molecule-coco)"
 	@echo "make test-molecule MOLECULE_SCENARIOS=fleet [FLEET_FULL=1]  mixed-fleet rollout, a poisoned node, the fleet report"
 	@echo "make lint-pipelines    no early-exit reader in a pipefail pipeline (tests/sanity), shellcheck"
+	@echo "make test-tooling      tests of the CI scripts and the mutation runner (tests/tooling)"
+	@echo "make test-release      Galaxy's import checks on the built tarball (galaxy-importer)"
+	@echo "make release VERSION=X.Y.Z  set galaxy.yml's version and release the changelog"
 	@echo "make sanity | lint | bench | test-unit | test-module | test-roles | test-standins | test-reliability"
 	@echo "make docs              the collection's docs as HTML in build/docs/html (make test-docs: every page in headless Chromium)"
 	@echo "make setup-stress N=10 N fresh clones of HEAD run 'make deps collection' with all cores busy, then:"
@@ -289,6 +292,28 @@ _lint:
 # early: head, grep -q ...), and shellcheck on the shell scripts.
 lint-pipelines:
 	@$(STAGE) lint-pipelines .ci/pytest-dir required tests/sanity
+
+# ---------------------------------------------------------------- release
+# make release VERSION=X.Y.Z: galaxy.yml's version, then the changelog
+# (docs/development.md, "Release"). Commit the result afterwards.
+IMPORTER_VENV := $(BUILD)/galaxy-importer
+release: deps
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=X.Y.Z" >&2; exit 2; }
+	@test -f changelogs/fragments/release-$(VERSION).yml || { echo "release: changelogs/fragments/release-$(VERSION).yml (release_summary) is missing" >&2; exit 2; }
+	sed -i 's/^version: .*/version: $(VERSION)/' galaxy.yml
+	PATH=$(VENV)/bin:$$PATH $(VENV)/bin/antsibull-changelog release --version $(VERSION) --reload-plugins
+	rm -f changelogs/.plugin-cache.yaml
+	$(VENV)/bin/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+	$(VENV)/bin/pytest -q -p no:cacheprovider tests/unit/test_version_added.py tests/unit/test_metadata_agrees.py
+
+# Galaxy's import checks on the built tarball (tests/release), in a venv of its own.
+test-release: collection
+	@test -x $(IMPORTER_VENV)/bin/python || { python3 -m venv $(IMPORTER_VENV) && $(IMPORTER_VENV)/bin/pip install -q 'galaxy-importer==0.4.44'; }
+	@IMPORTER_VENV=$(IMPORTER_VENV) $(STAGE) test-release $(VENV)/bin/pytest -q -p no:cacheprovider tests/release
+
+# The tests of the CI scripts and of the mutation runner.
+test-tooling: collection
+	@$(STAGE) test-tooling .ci/pytest-dir required tests/tooling
 
 # ---------------------------------------------------------------- demo
 demo: deps collection
