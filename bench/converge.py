@@ -24,8 +24,8 @@ and kata handlers (from `containerd config dump` on the node), and the site
 uninstall must give back the pristine bytes; otherwise the bench fails.
 
 Targets (a quiet 2-core machine): no-op re-run <= 6 s, converge
-<= 10 s, and <= 2x the minimal playbook, judged on the wall times; printed
-with the machine's load; they are figures, not a test.
+<= 10 s, and <= 1.25x the minimal playbook, judged on the wall times;
+printed with the machine's load; they are figures, not a test.
 
     .venv/bin/python bench/converge.py     # NG_BENCH_ROUNDS=3, NG_BENCH_KEEP=1
 """
@@ -40,7 +40,7 @@ try:
 except ImportError:     # Python < 3.11 on the controller
     import tomlkit as tomllib
 
-from _node import Node, prerequisites
+from _node import Node, ansible_playbook, prerequisites
 
 IMAGE = os.environ.get('NG_BENCH_IMAGE', 'localhost/ng-node:bookworm')
 ROUNDS = int(os.environ.get('NG_BENCH_ROUNDS', '3'))
@@ -50,6 +50,7 @@ CONFIG = '/etc/containerd/config.toml'
 PRISTINE = '/var/lib/nodeguard-test/config.toml.pristine'
 HANDLERS = {'nvidia', 'kata-qemu', 'kata-qemu-coco-dev', 'kata-qemu-tdx', 'kata-qemu-snp'}
 TARGETS = {'converge': 10.0, 're-run': 6.0}
+RATIO = 1.25
 FAMILIES = {
     'site': ('playbooks/site.yml', {'converge': [], 're-run': [],
                                     'uninstall': ['-e', 'gpu_toolkit_state=absent', '-e', 'coco_state=absent']}),
@@ -95,13 +96,21 @@ def one_family(node, family, problems):
     return out
 
 
+def prepare(node):
+    """Node.prepare, with the payload layout molecule/coco/prepare.yml asks for (kata 3.x, as bench/minimal)."""
+    node.pb_bin = ansible_playbook(WHAT)
+    node.boot()
+    node.write_inventory({'coco_payload_layout': '3'})
+    node.playbook('molecule/coco/prepare.yml')
+
+
 def main():
     prerequisites(WHAT, IMAGE, ('bench/minimal/site.yml',))
     node = Node('ng-bench-site-%d' % os.getpid(), IMAGE, tempfile.mkdtemp(prefix='ng-bench-site-'))
     problems = []
     runs = {'site': [], 'minimal': []}
     try:
-        node.prepare()
+        prepare(node)
         for rnd in range(ROUNDS):
             for family in (('site', 'minimal') if rnd % 2 == 0 else ('minimal', 'site')):
                 runs[family].append(one_family(node, family, problems))
@@ -122,8 +131,8 @@ def main():
         if target is not None:
             verdict.append('<= %.0f s: %s' % (target, 'met' if med['site'] <= target else 'NOT met'))
             met = met and med['site'] <= target
-        verdict.append('<= 2x: %s' % ('met' if ratio <= 2 else 'NOT met'))
-        met = met and ratio <= 2
+        verdict.append('<= %.2fx: %s' % (RATIO, 'met' if ratio <= RATIO else 'NOT met'))
+        met = met and ratio <= RATIO
         print('  %-10s %6.1f (%3d tasks, %d restarts)        %6.1f (%3d tasks, %d restarts)        %.2fx  %s'
               % (step, med['site'], last['site'][1], last['site'][2], med['minimal'], last['minimal'][1],
                  last['minimal'][2], ratio, '; '.join(verdict)))
