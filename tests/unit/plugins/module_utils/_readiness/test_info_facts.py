@@ -73,7 +73,8 @@ def test_the_binarys_version_counts_only_when_it_answers():
 
 
 def test_no_version_at_all_gives_no_facts():
-    assert containerd_facts(FakeContext(containerd_bin=None, containerd_version=None, answer={})) == dict(bin=None, version=None, major_minor=None, known_from=None)
+    assert containerd_facts(FakeContext(containerd_bin=None, containerd_version=None, answer={})) == dict(
+        bin=None, version=None, major_minor=None, known_from=None)
 
 
 # ------------------------------------------------------------------ the main file
@@ -409,7 +410,7 @@ def test_a_version_3_drop_in_of_a_version_2_main_file_is_no_problem_on_2x(tmp_pa
     assert imports_facts(load_effective(path, {'version': 2, 'imports': [v3]}, V21), V21)['problems'] == []
 
 
-# ------------------------------------------------------------------ the version word, a config too big, not UTF-8 or empty, a dump that cannot be parsed, disagreements
+# ------------------------------------------------------------------ version words, odd configs and dumps, disagreements
 V16, V21 = (1, 6), (2, 1)
 
 
@@ -464,7 +465,8 @@ def test_the_built_in_runc_has_every_handler_setting_unset(tmp_path):
 
 
 def test_a_dump_that_cannot_be_parsed_says_so():
-    dump, why = run_dump(FakeContext(containerd_bin='/usr/bin/containerd', containerd_version=V16, answer=(0, 'version = = 2\n', '')), '/etc/containerd/config.toml')
+    ctx = FakeContext(containerd_bin='/usr/bin/containerd', containerd_version=V16, answer=(0, 'version = = 2\n', ''))
+    dump, why = run_dump(ctx, '/etc/containerd/config.toml')
     assert dump is None and why.startswith('the config dump could not be read (')
 
 
