@@ -67,6 +67,7 @@ options:
       - V(report) - build the report from O(events), hostvars and containerd_info's answers, and write it into O(dir)
         as O(name)C(.json) and O(name)C(.html).
       - Not given - write O(files).
+    version_added: 1.0.0
     type: str
     choices: [events, report]
   hosts:
@@ -74,49 +75,59 @@ options:
       - The nodes of the report, in this order. A list, a JSON list, or text with the names separated by commas or
         newlines (an AWX survey sends every answer as text). Blank text means the play's hosts.
       - Required with O(build).
+    version_added: 1.0.0
     type: raw
   failed_hosts:
     description:
       - The nodes that failed earlier in the run, given as O(hosts) is.
+    version_added: 1.0.0
     type: raw
   events_dir:
     description:
       - An ansible-runner artifacts folder whose C(job_events/) hold the job's events. Empty - none.
       - With O(build=events).
+    version_added: 1.0.0
     type: str
     default: ''
   since:
     description:
       - Epoch seconds from which containerd starts count as restarts. Empty - when this run began, by the rule of the
         lookup P(nodeguard.containerd.run_since#lookup). With O(build=events).
+    version_added: 1.0.0
     type: str
     default: ''
   service:
     description:
       - The containerd unit whose starts readiness counted. With O(build=events).
+    version_added: 1.0.0
     type: str
     default: containerd
   events:
     description:
       - The RV(events) of an earlier O(build=events) call. Required with O(build=report).
+    version_added: 1.0.0
     type: dict
   info:
     description:
       - containerd_info's answers as a loop registers them (C(results), each with C(item), the node). With
         O(build=report).
+    version_added: 1.0.0
     type: raw
   info_var:
     description:
       - The name of the variable each node registered containerd_info's answer in. With O(build=report).
+    version_added: 1.0.0
     type: str
   title:
     description:
       - Title of the report. With O(build=report).
+    version_added: 1.0.0
     type: str
     default: nodeguard fleet report
   name:
     description:
       - File name of the report without its extension. With O(build=report).
+    version_added: 1.0.0
     type: str
     default: nodeguard-fleet-report
 seealso:
