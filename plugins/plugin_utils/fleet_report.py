@@ -190,6 +190,98 @@ def _drift(dr):
     return text if status in ('pass', 'fail') else status
 
 
+def _mapping(value):
+    return value if isinstance(value, Mapping) else None
+
+
+def _rollout(hosts, hostvars):
+    """(the nodes the rollout's batches reached, the batch that stopped it or None)."""
+    reached, stopped = set(), None
+    for h in hosts:
+        b = hostvars(h).get('nodeguard_batch')
+        if isinstance(b, Mapping):
+            reached.add(h)
+            if stopped is None and _bool(b.get('stop', False)):
+                stopped = b
+    return reached, stopped
+
+
+def _node_status(h, unreachable, fl, bt, rd, ev, failed, available, reached):
+    if unreachable:
+        return 'unreachable'
+    if fl:
+        return 'rolled back' if _bool(fl.get('rolled_back', False)) else 'failed'
+    if h in failed or (ev and ev['last_failed']):
+        return 'failed'
+    if (available and not ev) or (reached and h not in reached):
+        return 'not reached'
+    if bt:
+        return 'rolled out'
+    if ev and ev['failed']:
+        return 'recovered'
+    if rd is None:
+        return 'not checked'
+    return 'ok'
+
+
+def _node_detail(status, hv, fl, rs, ev, stopped):
+    """The row's detail: the failure's reason, failed tasks, rescue, why a node was not reached, the last
+    restart decision."""
+    failed_tasks = ev['failed'] if ev else []
+    rescued = 'ansible_failed_task' in hv or ((ev.get('rescued', 0) > 0) if ev else False)
+    detail = []
+    if fl:
+        detail.append('reason: ' + _text(fl.get('msg', 'failed')).strip())
+    if failed_tasks:
+        detail.append('failed task(s): ' + '; '.join(_text(t) for t in _unique(failed_tasks)))
+    if rescued and status == 'failed' and not fl:
+        detail.append('rescue ran (rolled back to the baseline)')
+    if status == 'not reached' and stopped is not None:
+        detail.append('untouched: the rollout stopped at batch %s (%s failed) before this node; nothing ran on it'
+                      % (_text(stopped.get('number')), ', '.join(_text(n) for n in stopped.get('failed', []))))
+    elif status == 'not reached':
+        detail.append('the run did not reach this node (rollout stopped, or not targeted)')
+    if rs is not None and rs.get('reason', ''):
+        detail.append('last restart decision: ' + _text(rs['reason']))
+    return '. '.join(detail)
+
+
+def _readiness_of(rd):
+    """(readiness, its detail, drift) from the node's readiness report (None: not checked)."""
+    if rd is None:
+        return 'not checked', 'no readiness check ran on this node in this run', 'not checked'
+    failed_checks = rd.get('failed', [])
+    detail = _text(rd.get('summary', '')) + ((': ' + ', '.join(_text(c) for c in failed_checks))
+                                             if failed_checks else '')
+    dr = rd.get('drift')
+    drift = _drift(dr) if isinstance(dr, Mapping) and dr else 'not checked'
+    return ('ready' if rd.get('ok') else 'NOT ready'), detail, drift
+
+
+def _containerd_of(rd, ci):
+    """(containerd version, config version, runtimes, config sha256) from readiness, else containerd_info."""
+    ctd = _mapping(rd.get('containerd') if rd is not None else None) or {}
+    ci_ok = 'containerd' in ci and not ci.get('failed', False)
+    ci_config = (ci.get('config') or {}) if ci_ok else {}
+    version = ctd.get('version') or ((ci['containerd'] or {}).get('version') if ci_ok else None)
+    config_version = ctd.get('config_version') or (ci_config.get('version') if ci_ok else None)
+    if 'runtimes' in ctd:
+        runtimes = list(ctd['runtimes'])
+    else:
+        runtimes = sorted(ci.get('runtimes') or {}) if ci_ok else []
+    return version, config_version, runtimes, (ci_config.get('sha256') if ci_ok else None)
+
+
+def _restarts_of(h, counted, rd, ci):
+    """systemd's Started entries of the unit in its journal since the run began, counted by this run's
+    readiness check (counted) or by containerd_info now (None when unread)."""
+    if h in counted:
+        return rd['service_starts']['count']
+    if 'containerd' in ci and not ci.get('failed', False) and 'service_starts' in ci:
+        return (ci['service_starts'] or {}).get('count')
+    return None
+
+
 def build_rows(hosts, hostvars, failed_hosts, events, info):
     """One row per node of hosts. What this run left in hostvars (nodeguard_readiness, nodeguard_restart; the
     playbooks' nodeguard_failure and nodeguard_batch) comes first, with the restarts readiness counted in the
@@ -201,102 +293,33 @@ def build_rows(hosts, hostvars, failed_hosts, events, info):
     event_hosts = events.get('hosts') or {}
     available = events.get('available', False)
     failed = set(failed_hosts)
-    # the rollout: the nodes its batches reached, and the batch that stopped it
-    reached, stopped = set(), None
-    for h in hosts:
-        b = hostvars(h).get('nodeguard_batch')
-        if isinstance(b, Mapping):
-            reached.add(h)
-            if stopped is None and _bool(b.get('stop', False)):
-                stopped = b
+    reached, stopped = _rollout(hosts, hostvars)
     rows = []
     for h in hosts:
         hv = hostvars(h)
-        rd = hv.get('nodeguard_readiness')
-        rd = rd if isinstance(rd, Mapping) else None
-        rs = hv.get('nodeguard_restart')
-        rs = rs if isinstance(rs, Mapping) else None
+        rd = _mapping(hv.get('nodeguard_readiness'))
+        rs = _mapping(hv.get('nodeguard_restart'))
+        fl = _mapping(hv.get('nodeguard_failure'))
+        bt = _mapping(hv.get('nodeguard_batch'))
         ci = info.get(h) or {}
         ev = event_hosts.get(h)
-        fl = hv.get('nodeguard_failure')
-        fl = fl if isinstance(fl, Mapping) else None
-        bt = hv.get('nodeguard_batch')
-        bt = bt if isinstance(bt, Mapping) else None
-        ctd = rd.get('containerd') if rd is not None else None
-        ctd = ctd if isinstance(ctd, Mapping) else {}
-        ci_ok = 'containerd' in ci and not ci.get('failed', False)
-        ci_config = (ci.get('config') or {}) if ci_ok else {}
-        version = ctd.get('version') or ((ci['containerd'] or {}).get('version') if ci_ok else None)
-        config_version = ctd.get('config_version') or (ci_config.get('version') if ci_ok else None)
-        if 'runtimes' in ctd:
-            runtimes = list(ctd['runtimes'])
-        else:
-            runtimes = sorted(ci.get('runtimes') or {}) if ci_ok else []
+        version, config_version, runtimes, config_sha = _containerd_of(rd, ci)
         unreachable = _bool(ci.get('unreachable', False)) or (ev['unreachable'] if ev else False)
-        # systemd's Started entries of the unit in its journal since the run began, counted by this run's
-        # readiness check (counted) or by containerd_info now (None when unread)
-        if h in counted:
-            restarts = rd['service_starts']['count']
-        elif ci_ok and 'service_starts' in ci:
-            restarts = (ci['service_starts'] or {}).get('count')
-        else:
-            restarts = None
-        if rd is not None:
-            readiness = 'ready' if rd.get('ok') else 'NOT ready'
-            failed_checks = rd.get('failed', [])
-            readiness_detail = _text(rd.get('summary', '')) + (
-                (': ' + ', '.join(_text(c) for c in failed_checks)) if failed_checks else '')
-        else:
-            readiness = 'not checked'
-            readiness_detail = 'no readiness check ran on this node in this run'
-        dr = rd.get('drift') if rd is not None else None
-        drift = _drift(dr) if isinstance(dr, Mapping) and dr else 'not checked'
-        failed_tasks = ev['failed'] if ev else []
-        if unreachable:
-            status = 'unreachable'
-        elif fl:
-            status = 'rolled back' if _bool(fl.get('rolled_back', False)) else 'failed'
-        elif h in failed or (ev and ev['last_failed']):
-            status = 'failed'
-        elif (available and not ev) or (reached and h not in reached):
-            status = 'not reached'
-        elif bt:
-            status = 'rolled out'
-        elif failed_tasks:
-            status = 'recovered'
-        elif rd is None:
-            status = 'not checked'
-        else:
-            status = 'ok'
-        rescued = 'ansible_failed_task' in hv or ((ev.get('rescued', 0) > 0) if ev else False)
-        reason = _text(fl.get('msg', 'failed')).strip() if fl else None
-        detail = []
-        if fl:
-            detail.append('reason: ' + reason)
-        if failed_tasks:
-            detail.append('failed task(s): ' + '; '.join(_text(t) for t in _unique(failed_tasks)))
-        if rescued and status == 'failed' and not fl:
-            detail.append('rescue ran (rolled back to the baseline)')
-        if status == 'not reached' and stopped is not None:
-            detail.append('untouched: the rollout stopped at batch %s (%s failed) before this node; nothing ran on it'
-                          % (_text(stopped.get('number')), ', '.join(_text(n) for n in stopped.get('failed', []))))
-        elif status == 'not reached':
-            detail.append('the run did not reach this node (rollout stopped, or not targeted)')
-        if rs is not None and rs.get('reason', ''):
-            detail.append('last restart decision: ' + _text(rs['reason']))
+        readiness, readiness_detail, drift = _readiness_of(rd)
+        status = _node_status(h, unreachable, fl, bt, rd, ev, failed, available, reached)
         rows.append({
             'node': h,
             'status': status,
-            'reason': reason,
+            'reason': _text(fl.get('msg', 'failed')).strip() if fl else None,
             'batch': _int(bt.get('number')) if bt else None,
-            'detail': '. '.join(detail),
+            'detail': _node_detail(status, hv, fl, rs, ev, stopped),
             'containerd': _text(version) if version else None,
             'config_version': config_version,
-            'config_sha256': ci_config.get('sha256') if ci_ok else None,
+            'config_sha256': config_sha,
             'runtimes': runtimes,
             'readiness': readiness,
             'readiness_detail': readiness_detail,
-            'restarts': restarts,
+            'restarts': _restarts_of(h, counted, rd, ci),
             'restart_seconds': rs.get('seconds') if rs is not None else None,
             'drift': drift,
             'changed': ev['changed'] if ev else None,
