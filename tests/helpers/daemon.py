@@ -7,7 +7,10 @@ import socket
 import subprocess
 import time
 
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.containerd_log import parse_ctr_plugins
+
 from helpers.common import read
+
 
 class Daemon(object):
     """A real containerd on a private socket, root and state under a temp dir."""
@@ -47,12 +50,7 @@ class Daemon(object):
         ctr = shutil.which('ctr')
         out = subprocess.run([ctr, '--address', self.address, 'plugins', 'ls'], capture_output=True,
                              text=True, timeout=60, check=False).stdout
-        status = {}
-        for line in out.splitlines()[1:]:
-            cols = line.split()
-            if len(cols) >= 4:
-                status[cols[0] + '.' + cols[1]] = cols[-1]
-        return status
+        return parse_ctr_plugins(out)
 
     def log_text(self):
         return read(self.log)
