@@ -105,7 +105,9 @@ class Node(object):
                     'coco_check_node': False,  # the kata stand-in shim runs no VM: no TDX/SNP to check for
                     'node_readiness_pass_config_path': False,
                     'node_readiness_probe_image_required': True,
-                    'gpu_toolkit_runtime_binary': '/usr/local/bin/nvidia-container-runtime'}
+                    'gpu_toolkit_runtime_binary': '/usr/local/bin/nvidia-container-runtime',
+                    # the payload layout molecule/coco/prepare.yml builds (kata 3.x, as bench/minimal expects)
+                    'coco_payload_layout': '3'}
         hostvars.update(extra_vars or {})
         with open(self.inventory, 'w') as f:
             json.dump({'all': {'hosts': {self.name: {'ansible_connection': 'community.docker.nsenter',
