@@ -261,7 +261,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets as secrets
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import note_tree_secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.capabilities import check_classes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import (

@@ -17,6 +17,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(REPO, 'tests', 'fixtures')
 
+
 def _collections_root():
     """A link tree ansible_collections/nodeguard/containerd -> this checkout."""
     root = os.environ.get('NODEGUARD_COLLECTIONS_PATH') or os.path.join(REPO, 'build', 'collections')
@@ -188,4 +189,3 @@ def silent_containerd(folder, real):
         f.write('#!/bin/sh\ncase "$1" in --version) exec %s "$@";; esac\nsleep 300 &\nwait\n' % real)
     os.chmod(path, 0o755)
     return path
-

@@ -65,4 +65,3 @@ class Daemon(object):
                 self.proc.wait()
         for sub in ('state', 'root'):
             subprocess.run(['umount', '-R', os.path.join(self.base, sub)], capture_output=True, check=False)
-

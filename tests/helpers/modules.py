@@ -59,7 +59,6 @@ class ModuleRunner(object):
         return result
 
 
-
 class PlainModuleRunner(object):
     """Run a module that keeps no ledger (containerd_preflight): ModuleRunner without the state_dir and the
     containerd_bin it adds for the editing modules, under the interpreter running the tests."""

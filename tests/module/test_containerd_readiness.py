@@ -31,6 +31,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.ku
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.probe import probe_argv
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import dotted_path
 
+
 # ------------------------------------------------------------------ the checks, through the module
 @pytest.mark.parametrize('binary,version,ids', [
     pytest.param(CONTAINERD_1, 2, [CRI], id='containerd-1.6'),

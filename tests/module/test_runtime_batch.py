@@ -31,6 +31,7 @@ def kata(shim, **extra):
 HANDLERS = [kata(s) for s in ('qemu', 'qemu-tdx', 'qemu-snp', 'clh')]
 NAMES = [h['name'] for h in HANDLERS]
 
+
 def single_calls(run_module, path, binary, state_dir, state='present', **common):
     changed = []
     for handler in HANDLERS:

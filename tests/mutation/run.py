@@ -1063,7 +1063,7 @@ def write_report(run_dir, meta, rows, records, out_dir):
         lines += ['', '## Stale entries of equivalents.toml (%d)' % len(meta['stale_equivalents']), '',
                   'They name no mutant of the files run: drop them, or give the line, scope or file it has now.', '']
         lines += ['- `%s` %s `%s` -> `%s`: %s' % (e['file'], e['operator'], e['line'].strip(), e['mutated'].strip(),
-                                               e['why']) for e in meta['stale_equivalents']]
+                                                  e['why']) for e in meta['stale_equivalents']]
     surv = [r for r in records if r['outcome'] in (SURVIVED, UNCOVERED, INCOMPETENT)]
     lines += ['', '## Survivors (%d)' % len(surv), '',
               'Kill each with a test, or list it in tests/mutation/equivalents.toml with the reason it cannot '

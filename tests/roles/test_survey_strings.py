@@ -68,8 +68,8 @@ RUNTIMES = ['nvidia', 'nvidia-legacy']
 CLASSES = ['kata-qemu', 'kata-clh']
 # each form as a survey gives it: strings only
 FORMS = {
-    'json': lambda items: json.dumps(items),
-    'comma': lambda items: ', '.join(items),
+    'json': json.dumps,
+    'comma': ', '.join,
     'newline': lambda items: '\n'.join(items) + '\n',
 }
 

@@ -134,6 +134,8 @@ def test_module_imports_module_utils_only(name):
     found = imports_of(os.path.join(MODULES, name + '.py'))
     assert not [i for i in found if i[0] == 'modules'], '%s imports another module' % name
     assert all(rank_of(i[1], i[2]) is not None for i in found)
+
+
 @pytest.mark.parametrize('path', _plugin_files())
 def test_no_function_is_longer_than_the_limit(path):
     with open(os.path.join(REPO, path)) as f:

@@ -69,12 +69,10 @@ def version_added(data, where=()):
             if key == 'version_added':
                 yield where, value
             else:
-                for found in version_added(value, where + (str(key),)):
-                    yield found
+                yield from version_added(value, where + (str(key),))
     elif isinstance(data, list):
         for i, item in enumerate(data):
-            for found in version_added(item, where + (str(i),)):
-                yield found
+            yield from version_added(item, where + (str(i),))
 
 
 def python_docs(rel):

@@ -123,7 +123,7 @@ def _put_line_back(doc, src, path, value):
     at = siblings.index(path[-1])
     neighbours = [(k, 'after') for k in reversed(siblings[:at])] + [(k, 'before') for k in siblings[at + 1:]]
     return recorded_edit(doc, 'set %s' % dotted(path), doc.toml.insert_key_line, path,
-                 src.toml.text[line.start:line.end], value, neighbours)
+                         src.toml.text[line.start:line.end], value, neighbours)
 
 
 def put_back(doc, src, path, base, cur):

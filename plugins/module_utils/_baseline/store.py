@@ -36,7 +36,7 @@ import stat
 import tempfile
 import time
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets as secrets
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import (
     atomic_write,
     fsync_dir,

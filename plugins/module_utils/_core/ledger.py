@@ -34,7 +34,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic 
     makedirs_private,
     read_bytes,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets as secrets
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import raw_values_match
 
 FORMAT = 1

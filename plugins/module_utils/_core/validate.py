@@ -505,7 +505,7 @@ def check_tree(main_path, main_data, containerd_ver, ignore_missing=(), allow_pl
                 # only the last file that defines the table decides what containerd runs
                 if plugin_id in main_plugins and isinstance(table, dict) and last_table.get(plugin_id) == index:
                     lost = describe_lost(main_plugins[plugin_id], table,
-                                          plugin_id if plugin_id == layout.cri_plugin else None)
+                                         plugin_id if plugin_id == layout.cri_plugin else None)
                     if lost:
                         errors.append(
                             '%s defines plugins."%s", which on containerd %s replaces the whole table of '

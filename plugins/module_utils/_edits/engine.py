@@ -59,7 +59,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger 
     file_identity,
     ledger_key,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets as secrets
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import TomlLayoutError, dotted_path, plain
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
     check_tree,

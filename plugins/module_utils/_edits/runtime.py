@@ -220,7 +220,7 @@ def runtime_present(doc, ledger, ctx, params):
             recorded_edit(doc, 'copy runtime %s' % source, doc.toml.copy_table, doc.layout.runtime(source), path)
         else:
             recorded_edit(doc, 'add runtime %s' % name, doc.toml.add_section, path,
-                  [('runtime_type', params.get('runtime_type') or DEFAULT_RUNTIME_TYPE)])
+                          [('runtime_type', params.get('runtime_type') or DEFAULT_RUNTIME_TYPE)])
         # parent sections (e.g. [...containerd.runtimes]) made on the way
         doc.toml.created_sections = [p for p in doc.toml.created_sections if p[:len(path)] != path]
         record_new_sections(doc, ledger, owner, resource, since)

@@ -47,7 +47,6 @@ def die_with_parent_fn():
     return preexec
 
 
-
 def run_command(cmd, timeout=30):
     # without a module (a caller that passes no run_command) and with a timeout run_command does not take
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function

@@ -37,7 +37,7 @@ def _static_pods(base, node, names):
 def kubernetes(kubectl, kubeconfigs, node_name, static_pods, timeout):
     """Node Ready and static pods, when kubectl and a kubeconfig exist ({ran: false, reason} otherwise)."""
     kubectl = kubectl or which('kubectl', extra=('/usr/bin', '/usr/local/bin', '/usr/sbin', '/usr/local/sbin',
-                                                  '/opt/bin'))
+                                                 '/opt/bin'))
     if not (kubectl and os.path.isabs(kubectl) and os.access(kubectl, os.X_OK)):
         return dict(ran=False, reason='kubectl not found on the node')
     candidates = [c for c in (kubeconfigs or []) if c]

@@ -21,7 +21,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets as secrets
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import CRI_V2, CRI_V3_IMAGES
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.drift import (
     baseline_check,

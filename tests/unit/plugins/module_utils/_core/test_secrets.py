@@ -8,7 +8,7 @@ import stat
 import pytest
 import tomlkit
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets as secrets
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import makedirs_private
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import export_copy
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger

@@ -216,5 +216,3 @@ def test_the_built_in_checks_judge_config_tomls_candidate(main_only, capsys):
     assert res['msg'].startswith('refusing to write %s: the new config would not load.' % main_only['path'])
     assert "default_runtime_name is 'gpu' but no runtime table of that name is defined" in res['msg']
     assert read(main_only['path']) == before
-
-

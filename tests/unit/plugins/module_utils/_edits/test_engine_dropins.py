@@ -430,7 +430,7 @@ def test_edit_in_config_refuses_a_batch_whose_unchanged_key_a_drop_in_overrides(
         f.write("version = 3\n%s  snapshotter = 'native'\n" % IMAGES)
     before = [read(node_0644['path']), read(node_0644['dropin'])]
     res = setting(node_0644, capsys, settings=[dict(key='images.snapshotter', value='overlayfs'),
-                                          dict(key='cri.cdi_spec_dirs', value=['/etc/cdi'])], edit_in='config')
+                                               dict(key='cri.cdi_spec_dirs', value=['/etc/cdi'])], edit_in='config')
     assert res['failed']
     assert "snapshotter = 'overlayfs' in %s has no effect" % node_0644['path'] in res['msg']
     assert [read(node_0644['path']), read(node_0644['dropin'])] == before

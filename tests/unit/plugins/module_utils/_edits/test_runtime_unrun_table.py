@@ -33,8 +33,9 @@ def test_the_message_names_the_file_the_runtime_and_the_fix(tmp_path):
     dropin, text = _tree(tmp_path)
     doc, ledger = doc_and_ledger(tmp_path, text)
     with pytest.raises(EditElsewhere) as err:
-        apply_runtime(doc, ledger, FakeContext(containerd_version=(1, 7)), dict(name='kata', owner='coco', state='present',
-                                                 options={'ConfigPath': '/etc/kata/configuration.toml'}))
+        apply_runtime(doc, ledger, FakeContext(containerd_version=(1, 7)),
+                      dict(name='kata', owner='coco', state='present',
+                           options={'ConfigPath': '/etc/kata/configuration.toml'}))
     assert str(err.value) == (
         '%s: runtime kata is defined here, but containerd 1.7 does not run this table: %s defines plugins."%s" too '
         'and its table replaces this one. Fix: make the change to runtime kata in %s, where containerd reads it '

@@ -21,8 +21,8 @@ def _layout(tmp_path):
     (from_root / 'notes.txt').write_text('')
     main = etc / 'config.toml'
     main.write_text('version = 2\nimports = ["%s"]\n' % entry)
-    return main, entry, [str(beside / '10.toml'), str(beside / '20.toml')], [str(from_root / '10.toml'),
-                                                                              str(from_root / '20.toml')]
+    beside_files = [str(beside / '10.toml'), str(beside / '20.toml')]
+    return main, entry, beside_files, [str(from_root / '10.toml'), str(from_root / '20.toml')]
 
 
 def test_a_relative_glob_is_expanded_against_the_importing_folder_and_against_root(tmp_path):

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import kube as kube
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import kube
 
 
 def node_json(status='True', reason='KubeletReady', message=None, extra=()):

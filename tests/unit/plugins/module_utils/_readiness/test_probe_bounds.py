@@ -2,7 +2,7 @@
 """Every ctr call of the probes is bounded (ctr on a dead or stuck socket must not
 hang the readiness check): the image calls, the probe container, and its clean-up."""
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import probe as probe
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import probe
 
 OPTS = dict(ctr='/usr/bin/ctr', address='/run/containerd/containerd.sock', namespace='nodeguard',
             probe_image='localhost/ng-probe:latest')

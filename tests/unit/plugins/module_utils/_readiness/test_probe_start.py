@@ -15,8 +15,8 @@ REAL_SLEEP = time.sleep
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import probe as probe
-from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import proxy as proxy
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import probe
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import proxy
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import service as svc
 
 OPTS = dict(ctr='ctr', address='/run/c.sock', namespace='k8s.io', probe_image='registry.k8s.io/pause:3.10',

@@ -25,7 +25,6 @@ DUMP = '''version = 2
 '''
 
 
-
 def dump_context(dump=(0, DUMP, '')):
     """The context of a readiness report without a module: every command answers dump."""
     return FakeContext(containerd_bin='/usr/bin/containerd', containerd_version=(1, 7), answer=dump, module=None)
