@@ -60,7 +60,6 @@ import re
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
-from ansible.module_utils.six import string_types
 
 from collections.abc import Mapping
 
@@ -71,7 +70,7 @@ def as_list(value):
         return []
     if isinstance(value, (list, tuple)):
         return list(value)
-    if isinstance(value, string_types):
+    if isinstance(value, str):
         text = to_text(value).strip()
         if text.startswith('['):
             try:

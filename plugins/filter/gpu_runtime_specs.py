@@ -81,7 +81,6 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.module_utils.six import string_types
 
 from collections.abc import Mapping
 
@@ -91,7 +90,7 @@ def gpu_runtime_specs(runtimes, binary='/usr/bin/nvidia-container-runtime', suff
     suffixes = suffixes or {}
     out = []
     for item in runtimes:
-        if isinstance(item, string_types):
+        if isinstance(item, str):
             item = {'name': item}
         elif not isinstance(item, Mapping):
             raise AnsibleFilterError('gpu_runtime_specs: a runtime is a name or a mapping with a name, got %r' % (item,))

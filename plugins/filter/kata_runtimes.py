@@ -105,7 +105,6 @@ import re
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.module_utils.six import string_types
 
 from collections.abc import Mapping
 
@@ -120,7 +119,7 @@ def kata_runtimes(classes, shim_path='/opt/kata/bin/containerd-shim-kata-v2',
     probe_handlers = probe_handlers or []
     out = []
     for item in classes:
-        if isinstance(item, string_types):
+        if isinstance(item, str):
             item = {'name': item}
         elif not isinstance(item, Mapping) or 'name' not in item:
             raise AnsibleFilterError('kata_runtimes: a runtime class is a name or a mapping with a name, got %r'

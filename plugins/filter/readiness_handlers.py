@@ -46,8 +46,6 @@ _value:
   elements: raw
 """
 
-from ansible.module_utils.six import string_types
-
 
 def readiness_handlers(base, runtimes=None):
     """base less the runtimes' names, then {name, probe} per runtime (one per name, the last probe wins)."""
@@ -57,7 +55,7 @@ def readiness_handlers(base, runtimes=None):
         if runtime['name'] not in probes:
             order.append(runtime['name'])
         probes[runtime['name']] = runtime.get('probe', True)
-    kept = [h for h in base if (h if isinstance(h, string_types) else h.get('name')) not in probes]
+    kept = [h for h in base if (h if isinstance(h, str) else h.get('name')) not in probes]
     return kept + [{'name': name, 'probe': probes[name]} for name in order]
 
 

@@ -49,14 +49,12 @@ _value:
   elements: dict
 """
 
-from ansible.module_utils.six import string_types
-
 
 def runtime_class_objects(handlers, labels=None, node_label='katacontainers.io/kata-runtime'):
     """One RuntimeClass object per handler (a name or a mapping with name)."""
     out = []
     for handler in handlers:
-        name = handler if isinstance(handler, string_types) else handler['name']
+        name = handler if isinstance(handler, str) else handler['name']
         out.append({'apiVersion': 'node.k8s.io/v1', 'kind': 'RuntimeClass',
                     'metadata': {'name': name, 'labels': dict(labels or {})},
                     'handler': name, 'scheduling': {'nodeSelector': {node_label: 'true'}}})
