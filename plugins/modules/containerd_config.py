@@ -31,6 +31,10 @@ description:
   - Every state in between is one containerd loads. When the settings and runtimes would not all be written to
     C(config.toml) (a key decided by a drop-in, see O(edit_in)), each is its own transaction, as separate calls
     would be.
+  - With O(state=present) a role's whole install can be this one call - O(baseline) taken first when the store
+    has none yet, each runtime binary checked (O(check_binaries)), and what O(owner) added earlier and no longer
+    asks for undone (O(exclusive)) - without a M(nodeguard.containerd.containerd_info) read of the ledgers, a
+    check of the binaries or a M(nodeguard.containerd.containerd_baseline) call before it.
 author:
   - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
@@ -44,6 +48,9 @@ attributes:
       - Writes no file, ledger or folder; imports of drop-ins this call would write are judged as if written.
       - An uninstall (O(state=absent)) whose changes are in more than one file (a drop-in and C(config.toml))
         is previewed file by file, each file's undo taken as done for the next, as the run then writes them.
+      - With O(exclusive=true) the release is previewed too, on the files as they are (not on the install's
+        preview); RV(changed), RV(released) and RV(diff) say what both transactions would do.
+      - O(baseline) is not taken; RV(baseline) says whether it would be.
   diff_mode:
     support: full
     details: RV(diff) lists each file's before and after.
@@ -166,6 +173,70 @@ options:
       - RV(released) says what the ledgers recorded.
     type: bool
     default: false
+  exclusive:
+    description:
+      - With O(state=present), O(owner)'s changes become exactly what this call says. After the install's
+        transaction, in the same module run, what the ledgers of C(config.toml) and of the files it loads record
+        for O(owner) (as O(release_all) reads them) and the call does not name is undone, as O(state=absent) with
+        O(release_all=true) would undo it - runtimes not in O(runtimes) (never forced; the one O(owner) made the CRI
+        default first, so the prior default is back before its table goes), settings whose key O(settings) does
+        not set, and imports not in O(imports).
+      - A setting is named when its key path is the one recorded, whatever the spelling (V(cri.enable_cdi) names
+        C(plugins."io.containerd.grpc.v1.cri".enable_cdi) on a version 2 config, and the version 3 path on a
+        version 3 one). An import is named in any spelling of the same file.
+      - A runtime O(runtimes) names without O(runtimes[].default=true), whose change of C(default_runtime_name)
+        the ledgers record for O(owner), gets that change undone (the default that was there before is back).
+      - The release is a transaction of its own (validated, atomic, one per file that holds the records, drop-ins
+        first), run only when the ledgers record something to undo, so a call that changes nothing writes and
+        validates nothing. RV(released) says what was undone.
+      - Drop-in files are never removed by it. Needs O(state=present); with O(state=absent) the module fails.
+    type: bool
+    default: false
+    version_added: 1.1.0
+  check_binaries:
+    description:
+      - With O(state=present), before anything is written (in check mode too), each runtime of O(runtimes) whose
+        C(options.BinaryName) or O(runtimes[].runtime_path) is given must name an existing regular file that is
+        executable (a symbolic link is judged by its target; a name without a folder is looked up in C(PATH) and
+        the folders systemd gives containerd). Else the module fails naming the file, the key
+        (C(runtimes[N].options.BinaryName)), the path and why, and writes nothing. A runtime whose binary is
+        missing fails every container started through it.
+      - Ignored with O(state=absent).
+    type: bool
+    default: false
+    version_added: 1.1.0
+  baseline:
+    description:
+      - With O(state=present), the baseline of the config tree taken before any file of this call is written, when
+        the store holds none of that name yet, exactly as
+        O(nodeguard.containerd.containerd_baseline#module:state=snapshot) of that module takes it (the same files,
+        manifest and lock; the tree checked by the node's containerd, its load test too; a refused tree fails the
+        module with nothing written). A baseline that exists is left alone (replacing it is left to
+        O(nodeguard.containerd.containerd_baseline#module:overwrite) of that module).
+      - Not taken in check mode; RV(baseline) says whether it would be. Ignored with O(state=absent).
+      - Taking it makes RV(changed) true.
+    type: dict
+    version_added: 1.1.0
+    suboptions:
+      name:
+        description: The baseline's name (its folder is C(<store>/<name>)); one name belongs to one config path.
+        type: str
+        required: true
+      store:
+        description: The folder that holds the baselines.
+        type: path
+        default: /var/lib/nodeguard/baselines
+      include_imports:
+        description: Also copy every file the config imports, as M(nodeguard.containerd.containerd_baseline) does.
+        type: bool
+        default: true
+      protect:
+        description:
+          - Keys whose effective values the baseline records besides the default ones, as
+            O(nodeguard.containerd.containerd_baseline#module:protect) of that module takes them.
+        type: list
+        elements: str
+        default: []
 requirements:
   - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 notes:
@@ -230,6 +301,34 @@ EXAMPLES = r'''
 - name: Show the runtime tables the uninstall deleted
   ansible.builtin.debug:
     msg: "{{ released.released.tables }}"
+
+- name: >-
+    The GPU runtimes and CDI keys in one call: the baseline first when there is none, each BinaryName checked,
+    and the runtimes and keys this owner added earlier and no longer lists put back
+  nodeguard.containerd.containerd_config:
+    owner: gpu_toolkit
+    runtimes:
+      - name: nvidia
+        options:
+          BinaryName: /usr/bin/nvidia-container-runtime
+        default: true
+      - name: nvidia-cdi
+        options:
+          BinaryName: /usr/bin/nvidia-container-runtime.cdi
+    settings:
+      - key: cri.enable_cdi
+        value: true
+    exclusive: true
+    check_binaries: true
+    baseline:
+      name: default
+  become: true
+  register: gpu
+  notify: Restart containerd
+
+- name: Show what the call released (runtimes, tables, settings, imports no longer asked for)
+  ansible.builtin.debug:
+    msg: "{{ gpu.released }}; baseline taken now: {{ gpu.baseline.taken }}"
 '''
 
 RETURN = r'''
@@ -248,7 +347,7 @@ backup_file:
   type: str
 file:
   description: The file of the config tree the transaction wrote (C(config.toml), or a drop-in that decides the keys).
-  returned: O(imports), O(settings) or O(runtimes) given
+  returned: O(imports), O(settings) or O(runtimes) given, or O(exclusive=true) undid something
   type: str
 files:
   description: The files written, when the transaction wrote more than one.
@@ -266,7 +365,7 @@ validated:
   type: str
 config_version:
   description: The config version of C(config.toml).
-  returned: O(imports), O(settings) or O(runtimes) given
+  returned: O(imports), O(settings) or O(runtimes) given, or O(exclusive=true) undid something
   type: int
 dropins:
   description:
@@ -318,19 +417,24 @@ runtimes:
   elements: dict
 default_runtime_name:
   description: The CRI default runtime after the run.
-  returned: O(runtimes) given
+  returned: O(runtimes) given, or O(exclusive=true) undid a runtime or a change of the default
   type: str
 owner:
   description: The ledger owner.
   returned: success
   type: str
 released:
-  description: What the ledgers recorded for O(owner) when the run began, all of which O(release_all) undid.
-  returned: O(release_all=true)
+  description:
+    - What the ledgers recorded for O(owner) when the run began, all of which O(release_all) undid.
+    - With O(exclusive=true), what the ledgers recorded for O(owner) when the run began and the call does not name
+      (undone by the release, or in check mode previewed); empty lists when there was nothing to undo.
+  returned: O(release_all=true) or O(exclusive=true)
   type: dict
   contains:
     runtimes:
-      description: The runtimes O(owner) added or changed (a table it created, or keys it set in one).
+      description:
+        - The runtimes O(owner) added or changed (a table it created, or keys it set in one).
+        - With O(exclusive=true), those not in O(runtimes), and those in it whose change of the default was undone.
       type: list
       elements: str
     tables:
@@ -347,13 +451,44 @@ released:
       elements: str
   sample: {runtimes: [nvidia, runc], tables: [nvidia], settings: ['plugins."io.containerd.grpc.v1.cri".enable_cdi'],
            imports: []}
+baseline:
+  description: The baseline of O(baseline).
+  returned: O(baseline) given and O(state=present)
+  type: dict
+  version_added: 1.1.0
+  contains:
+    name:
+      description: Its name.
+      type: str
+    store:
+      description: The store that holds it.
+      type: str
+    folder:
+      description: Its folder, C(<store>/<name>) (M(nodeguard.containerd.containerd_baseline)'s RV(nodeguard.containerd.containerd_baseline#module:baseline)).
+      type: str
+    taken:
+      description: Whether this run took it (in check mode, whether it would); V(false) when it existed already.
+      type: bool
+    snapshot:
+      description:
+        - The folder of the snapshot in use (M(nodeguard.containerd.containerd_baseline)'s
+          RV(nodeguard.containerd.containerd_baseline#module:snapshot)); V(null) in check mode when it would be taken.
+      type: str
+    created:
+      description: When the snapshot in use was taken (UTC, ISO 8601); V(null) when there is none yet.
+      type: str
+  sample: {name: default, store: /var/lib/nodeguard/baselines, folder: /var/lib/nodeguard/baselines/default,
+           taken: true, snapshot: /var/lib/nodeguard/baselines/default/20261129T101201.123456Z,
+           created: '2026-11-29T10:12:01.123456Z'}
 '''
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_set import apply_set
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.states import run_state
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_set import apply_set, params_as
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     COMMON_ARGUMENT_SPEC,
     Context,
@@ -362,6 +497,29 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import RUNTIME_ENTRY_OPTIONS
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.secrets import mark_secret_options
+
+
+# containerd_baseline's own defaults for the options the baseline option leaves out
+SNAPSHOT_DEFAULTS = dict(overwrite=False, keep=3, allow_broken=False, load_test=True)
+
+
+def take_baseline(module):
+    """The baseline option: containerd_baseline state=snapshot's own run (its files, manifest and locks), before
+    any write of this call, while no lock of the call is held; one that exists is left alone."""
+    given = module.params['baseline']
+    path = os.path.abspath(module.params['path'])
+    with params_as(module, state='snapshot', name=given['name'], store=given['store'],
+                   include_imports=given['include_imports'], protect=list(given['protect'] or []), **SNAPSHOT_DEFAULTS):
+        result, failed = run_state(module, 'snapshot', given['store'], given['name'], path)
+    if failed:
+        details = dict((k, v) for k, v in result.items() if k not in ('msg', 'changed'))
+        msg = 'baseline %s: %s' % (given['name'], result.get('msg'))
+        raise ConfigError(msg if 'Nothing was written' in msg else msg.rstrip('. ') + '. Nothing was written.',
+                          **dict(details, key='baseline'))
+    return dict(changed=bool(result.get('changed')),
+                baseline=dict(name=given['name'], store=os.path.abspath(given['store']), folder=result.get('baseline'),
+                              taken=bool(result.get('changed')), snapshot=result.get('snapshot'),
+                              created=result.get('created')))
 
 
 def main():
@@ -383,13 +541,22 @@ def main():
         )),
         runtimes=dict(type='list', elements='dict', default=[], options=RUNTIME_ENTRY_OPTIONS),
         release_all=dict(type='bool', default=False),
+        exclusive=dict(type='bool', default=False),
+        check_binaries=dict(type='bool', default=False),
+        baseline=dict(type='dict', options=dict(
+            name=dict(type='str', required=True),
+            store=dict(type='path', default='/var/lib/nodeguard/baselines'),
+            include_imports=dict(type='bool', default=True),
+            protect=dict(type='list', elements='str', default=[]),
+        )),
     )
     argument_spec.update(COMMON_ARGUMENT_SPEC)
     argument_spec = mark_secret_options(argument_spec)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_tomlkit(module)
     ctx = Context(module, os.path.abspath(module.params['path']))
-    run_logic(module, ctx, lambda: apply_set(module, ctx), 'containerd_config')
+    first = (lambda: take_baseline(module)) if module.params['baseline'] else None
+    run_logic(module, ctx, lambda: apply_set(module, ctx, first), 'containerd_config')
 
 
 if __name__ == '__main__':

@@ -13,6 +13,11 @@ Every state in between is one containerd loads, as with one call per kind.
 The edits are those of containerd_imports, containerd_setting and
 containerd_runtime (same text, same ledger records), so either form undoes
 the other.
+
+exclusive: after the install, what the ledgers record for the owner and the
+call no longer names is undone in a transaction of its own (OwnedRelease),
+run only when there is something to undo. check_binaries refuses a runtime
+binary that is not an executable before anything is written.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,11 +25,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+from contextlib import contextmanager
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import read_bytes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigDocument,
     ConfigError,
+    Layout,
     TomlParseError,
     parse_toml,
 )
@@ -41,10 +48,18 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.import
     refuse_plugin_override,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import owned_resources
-from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import RuntimeBatch, batch_entries
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import TomlLayoutError, parse_dotted_key
+from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import (
+    RuntimeBatch,
+    batch_entries,
+    release_default,
+    resource_of,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.setting import SettingBatch, setting_entries
 
 IMPORT_RESULT_KEYS = ('added', 'removed', 'pruned', 'kept', 'duplicates_removed')
+# the lists of ``released`` (release_all, exclusive)
+RELEASED_KINDS = ('runtimes', 'tables', 'settings', 'imports')
 
 # The order of the kinds in one call. Undo puts the settings back before the
 # runtimes go: a setting may name one of them (cri.default_runtime_name), and
@@ -101,9 +116,9 @@ class EditSet(object):
 
     def combine(self, result, steps):
         """One result from the steps (an uninstall's files, or the parts): each kind once."""
-        if self.imports:
+        seen = [s['imports'] for s in steps if s.get('imports')]
+        if self.imports and seen:
             # the last step that edited imports saw the final list (config.toml comes after the drop-ins)
-            seen = [s['imports'] for s in steps if s.get('imports')]
             merged = dict(seen[-1])
             for key in IMPORT_RESULT_KEYS:
                 merged[key] = unique_in_order(e for s in seen for e in s.get(key) or [])
@@ -113,39 +128,262 @@ class EditSet(object):
         if self.runtimes:
             scratch = RuntimeBatch(self.runtimes, self.owner).combine({}, steps)
             result['runtimes'] = scratch['runtimes']
-            result['default_runtime_name'] = [s['default_runtime_name'] for s in steps
-                                              if 'default_runtime_name' in s][-1]
+            defaults = [s['default_runtime_name'] for s in steps if 'default_runtime_name' in s]
+            if defaults:
+                result['default_runtime_name'] = defaults[-1]
         return result
+
+
+def owned_by(ctx, params):
+    """What the ledgers of config.toml and of the files it loads record for the call's owner (owned_resources).
+
+    edit_in may have written a change to a drop-in, so every file of the tree counts.
+    """
+    return owned_resources(tree_records(params['state_dir'], params['path'], ctx.containerd_version),
+                           params['owner'])
+
+
+def defaults_first(owned, named=()):
+    """The owner's runtimes not in named, in record order, those it made the CRI default first: their prior
+    default is back before the other tables go (a runtime that is still the default is not removed)."""
+    # owned_resources lists every default among the runtimes too
+    order = owned['defaults'] + [n for n in owned['runtimes'] if n not in owned['defaults']]
+    return [n for n in order if n not in named]
 
 
 def with_owned(ctx, params):
     """release_all: params with every runtime, setting and import the ledgers record for the owner added to
-    those named (config.toml's ledger and those of the files it loads: edit_in may have written a change to a
-    drop-in), and what was found (the module's ``released``).
+    those named, and what was found (the module's ``released``).
 
-    The runtime the owner made the CRI default comes first, so its prior
-    default is back before the other tables go (a runtime that is still the
-    default is not removed). Entries named in the call stay as given.
+    The runtime the owner made the CRI default comes first (defaults_first).
+    Entries named in the call stay as given.
     """
     if params['state'] != 'absent':
         raise ConfigError('release_all: true undoes what owner %s recorded, so it needs state: absent. Nothing '
                           'was written. Fix: set state: absent, or leave release_all out.' % params['owner'],
                           key='release_all')
-    owned = owned_resources(tree_records(params['state_dir'], params['path'], ctx.containerd_version),
-                            params['owner'])
+    owned = owned_by(ctx, params)
     runtimes = list(params['runtimes'] or [])
-    named = set(r.get('name') for r in runtimes)
-    # owned_resources lists every default among the runtimes too
-    order = owned['defaults'] + [n for n in owned['runtimes'] if n not in owned['defaults']]
-    runtimes.extend(dict(name=n, force=False) for n in order if n not in named)
+    runtimes.extend(dict(name=n, force=False) for n in defaults_first(owned, set(r.get('name') for r in runtimes)))
     settings = list(params['settings'] or [])
     keys = set(e.get('key') for e in settings)
     settings.extend(dict(key=k, raw=True) for k in owned['settings'] if k not in keys)
     imports = list(params['imports'] or [])
     listed = set(entry_key(i, params['path']) for i in imports)
     imports.extend(i for i in owned['imports'] if entry_key(i, params['path']) not in listed)
-    released = dict((k, owned[k]) for k in ('runtimes', 'tables', 'settings', 'imports'))
+    released = dict((k, owned[k]) for k in RELEASED_KINDS)
     return dict(params, runtimes=runtimes, settings=settings, imports=imports), released
+
+
+# ------------------------------------------------------------------ exclusive
+def refuse_exclusive_uninstall(params):
+    if params.get('exclusive') and params['state'] != 'present':
+        raise ConfigError('exclusive: true makes what owner %s recorded exactly what an install names, so it needs '
+                          'state: present. Nothing was written. Fix: leave exclusive out (release_all: true with '
+                          'state: absent undoes everything the owner recorded).' % params['owner'], key='exclusive')
+
+
+def setting_paths(entry):
+    """The key paths a settings entry names, as ledgers record them: a raw key's own path, a logical key's path
+    in each config version (the record is of the file the key was written to)."""
+    if entry.get('raw'):
+        path = ledger_key_path(entry['key'])
+        return set([path]) if path else set()
+    return set(layout.logical[entry['key']] for layout in (Layout(2), Layout(3)) if entry['key'] in layout.logical)
+
+
+def ledger_key_path(dotted_key):
+    """A dotted key (a settings record's, or a raw entry's) as a tuple of its parts; None when it is not one."""
+    try:
+        return tuple(parse_dotted_key(dotted_key))
+    except TomlLayoutError:
+        return None
+
+
+def exclusive_plan(ctx, params):
+    """exclusive: what the ledgers record for the owner and the call does not name, read before anything is
+    written: ``released`` (release_all's shape), the runtimes to remove (defaults first) and ``defaults``,
+    the runtimes the call names without default: true whose earlier change of the default is undone."""
+    owned = owned_by(ctx, params)
+    given = params['runtimes'] or []
+    named = set(r['name'] for r in given)
+    defaults = [dict(name=r['name'], default=r.get('default')) for r in given
+                if r.get('default') is not True and r['name'] in owned['defaults']]
+    undone = set(d['name'] for d in defaults)
+    wanted = set(path for entry in params['settings'] or [] for path in setting_paths(entry))
+    listed = set(entry_key(i, params['path']) for i in params['imports'] or [])
+    released = dict(runtimes=[n for n in owned['runtimes'] if n not in named or n in undone],
+                    tables=[n for n in owned['tables'] if n not in named],
+                    settings=[k for k in owned['settings'] if ledger_key_path(k) not in wanted],
+                    imports=[i for i in owned['imports'] if entry_key(i, params['path']) not in listed])
+    return dict(released=released, runtimes=defaults_first(owned, named), defaults=defaults)
+
+
+class OwnedRelease(object):
+    """exclusive's release as one edit: the default changes of runtimes the call names (without default:
+    true) first, then what it does not name, as an uninstall undoes it (``undo``: an EditSet of state absent).
+
+    The engine runs it as an uninstall (drop-ins first, one validated write
+    per file); ``parts`` and ``combine`` as EditSet's.
+    """
+
+    def __init__(self, defaults, undo, owner, piece=False):
+        self.defaults = defaults
+        self.undo = undo
+        self.owner = owner
+        self.parts = None
+        if piece:
+            return
+        pieces = [OwnedRelease(defaults, None, owner, piece=True)] if defaults else []
+        pieces += (undo.parts or [undo]) if undo is not None else []
+        if len(pieces) > 1:
+            self.parts = pieces
+
+    def __call__(self, doc, ledger, ctx):
+        undone = []
+        for given in self.defaults:
+            name, resource = given['name'], resource_of(given['name'])
+            if given['default'] is False and doc.default_runtime() == name:
+                continue  # the call's own runtime edit (default: false) put it back (check mode: previews it)
+            if ledger.select(owner=self.owner, resource=resource, path=doc.layout.default_runtime_name):
+                release_default(doc, ledger, ctx, self.owner, resource)
+                undone.append(name)
+        out = dict(defaults_undone=undone, default_runtime_name=doc.default_runtime())
+        here = self._recorded_in(ledger)
+        if here is not None:
+            out.update(here(doc, ledger, ctx))
+        return out
+
+    def _recorded_in(self, ledger):
+        """The undo's entries whose records this file's ledger holds, or None.
+
+        The others are another file's of the tree; an uninstall visits every
+        file that holds the owner's records, and after a write it looks again
+        while the owner has records left (with exclusive, always): an entry
+        undone already is then no unrecorded key to warn about.
+        """
+        undo = self.undo
+        if undo is None:
+            return None
+        held = set(r.get('resource') for r in ledger.select(owner=self.owner) if r.get('kind') != 'released')
+        imports = [i for i in undo.imports if 'import:' + i in held]
+        settings = [e for e in undo.settings if 'setting:' + e['key'] in held]
+        runtimes = [e for e in undo.runtimes if resource_of(e['name']) in held]
+        if not (imports or settings or runtimes):
+            return None
+        return EditSet(imports, settings, runtimes, self.owner, 'absent', undo.imports_params, piece=True)
+
+    def combine(self, result, steps):
+        """One result from the steps (the files of the tree, or the parts)."""
+        if self.undo is not None:
+            result = self.undo.combine(result, steps)
+        result['defaults_undone'] = unique_in_order(n for s in steps for n in s.get('defaults_undone') or [])
+        return result
+
+
+def release_unnamed(module, ctx, params, plan):
+    """exclusive, after the install: undo what exclusive_plan found, in a transaction of its own (one validated
+    write per file, drop-ins first, as an uninstall; its own preview in check mode)."""
+    owner = params['owner']
+    given = dict(params, state='absent', runtimes=[dict(name=n, force=False) for n in plan['runtimes']],
+                 settings=[dict(key=k, raw=True) for k in plan['released']['settings']])
+    settings, runtimes = entries_of(given)
+    imports = plan['released']['imports']
+    undo = EditSet(imports, settings, runtimes, owner, 'absent', imports_params_of(params, [])) \
+        if imports or settings or runtimes else None
+    with params_as(module, state='absent'):
+        return transaction_result(module, ctx, OwnedRelease(plan['defaults'], undo, owner),
+                                  allow_plugin_override=False, load_test=None)
+
+
+def join_release(result, done):
+    """The release's result joins the install's: the files, effects and final views of both."""
+    if not done.get('changed'):
+        return
+    written = unique_in_order(_files_of(result) + _files_of(done))
+    install_changed = result.get('changed')  # the install's own (the release has not joined yet)
+    for key in ('file', 'config_version', 'plugin', 'validated', 'backup_file'):
+        if key in done and (not install_changed or key not in result):
+            result[key] = done[key]
+    result['effects'] = list(result.get('effects') or []) + list(done.get('effects') or [])
+    if len(written) > 1:
+        result['files'] = written
+    if 'default_runtime_name' in done:
+        result['default_runtime_name'] = done['default_runtime_name']
+    if result.get('imports') and done.get('imports'):
+        # the release saw the final list
+        mine = result['imports']
+        mine.update(imports=done['imports']['imports'], missing=done['imports']['missing'],
+                    removed=unique_in_order(list(mine.get('removed') or []) + list(done['imports']['removed'])))
+
+
+def _files_of(step):
+    return list(step.get('files') or ([step['file']] if step.get('changed') and step.get('file') else []))
+
+
+@contextmanager
+def params_as(module, **changes):
+    """module.params with changes while the block runs (the engine reads the state of the call from them)."""
+    saved = module.params
+    module.params = dict(saved, **changes)
+    try:
+        yield module.params
+    finally:
+        module.params = saved
+
+
+# ------------------------------------------------------------------ check_binaries
+# the PATH systemd gives containerd, where the shim looks up a BinaryName without a folder
+SERVICE_PATH = ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin')
+
+
+def binaries_of(runtimes):
+    """(key, path) of each binary the runtimes entries name: options.BinaryName, runtime_path."""
+    out = []
+    for index, entry in enumerate(runtimes or []):
+        binary = (entry.get('options') or {}).get('BinaryName')
+        if binary not in (None, ''):
+            out.append(('runtimes[%d].options.BinaryName' % index, binary))
+        if entry.get('runtime_path'):
+            out.append(('runtimes[%d].runtime_path' % index, entry['runtime_path']))
+    return out
+
+
+def binary_problem(given):
+    """Why given is not an executable regular file (a link is judged by its target), or None."""
+    if not isinstance(given, str):
+        return 'is not a path (%s)' % type(given).__name__
+    if '/' not in given:
+        folders = unique_in_order((os.environ.get('PATH') or '').split(os.pathsep) + list(SERVICE_PATH))
+        found = [os.path.join(d, given) for d in folders if d and os.path.isfile(os.path.join(d, given))]
+        if not found:
+            return 'is in none of the folders of PATH (%s)' % ', '.join(SERVICE_PATH)
+        given = found[0]
+    elif not os.path.isabs(given):
+        return 'is not an absolute path'
+    link = ' (a link to %s)' % os.path.realpath(given) if os.path.islink(given) else ''
+    if not os.path.exists(given):
+        return 'does not exist%s' % link
+    if not os.path.isfile(given):
+        return 'is not a regular file%s' % link
+    if not os.access(given, os.X_OK):
+        return 'is not executable%s (mode %04o)' % (link, os.stat(given).st_mode & 0o7777)
+    return None
+
+
+def refuse_missing_binaries(params):
+    """check_binaries: before anything is written (check mode too), each BinaryName and runtime_path of the
+    call's runtimes must be an executable file; a runtime whose binary is missing fails every container."""
+    bad = [(key, path, binary_problem(path)) for key, path in binaries_of(params['runtimes'])]
+    bad = [b for b in bad if b[2]]
+    if not bad:
+        return
+    raise ConfigError('refusing to write %s: %s. A runtime whose binary is missing or not executable fails every '
+                      'container started through it. Nothing was written. Fix: install %s as an executable file, '
+                      'point %s at one that exists, or set check_binaries: false.'
+                      % (params['path'], '; '.join('%s %s %s' % b for b in bad),
+                         ', '.join(unique_in_order(str(b[1]) for b in bad)), ', '.join(b[0] for b in bad)),
+                      key=bad[0][0], binaries=[dict(key=k, path=p, problem=why) for k, p, why in bad])
 
 
 def entries_of(params):
@@ -205,40 +443,64 @@ def refuse_overrides_first(ctx, params, dropins):
             refuse_plugin_override(doc, entry, ctx.containerd_version, pending)
 
 
-def apply_set(module, ctx):
-    """containerd_config's run: the module's result (a failure fails the module, naming what was written)."""
+def imports_params_of(params, will_exist):
+    """The imports edit's own options, as containerd_config gives them."""
+    return dict(position=params['position'], require_exists=params['require_exists'], prune_missing=False,
+                allow_plugin_override=False, will_exist=will_exist)
+
+
+def apply_set(module, ctx, first=None):
+    """containerd_config's run: the module's result (a failure fails the module, naming what was written).
+
+    first: with state=present, run after every input check and before the first write (the baseline); it
+    returns values for the result, ``changed`` among them.
+    """
     params = module.params
     state = params['state']
-    released = None
+    released = plan = None
     if params.get('release_all'):
         params, released = with_owned(ctx, params)
+    refuse_exclusive_uninstall(params)
     settings, runtimes = entries_of(params)
     dropins = dropins_of(params)
     result = dict(changed=False, dropins=[])
-    diffs = []
-
+    diffs, changed = [], []
     if state == 'present':
+        if params.get('check_binaries'):
+            refuse_missing_binaries(params)
         refuse_overrides_first(ctx, params, dropins)
+    if params.get('exclusive'):
+        plan = exclusive_plan(ctx, params)
+        released = plan['released']
+    if state == 'present' and first is not None:
+        values = dict(first())
+        changed.append(values.pop('changed', False))
+        result.update(values)
+    if state == 'present':
         result['dropins'] = [write(module, ctx, one) for one in dropins]
         for each in result['dropins']:
             _take_diff(each, diffs)
-    imports_params = dict(position=params['position'], require_exists=params['require_exists'],
-                          prune_missing=False, allow_plugin_override=False,
-                          # check mode wrote none of them: their imports are judged as if it had
-                          will_exist=[d['dropin'] for d, r in zip(dropins, result['dropins'])
-                                      if r['changed']] if module.check_mode else [])
-    edit = EditSet(params['imports'] or [], settings, runtimes, params['owner'], state, imports_params)
+    # check mode wrote none of them: their imports are judged as if it had
+    will_exist = [d['dropin'] for d, r in zip(dropins, result['dropins']) if r['changed']] if module.check_mode else []
+    edit = EditSet(params['imports'] or [], settings, runtimes, params['owner'], state,
+                   imports_params_of(params, will_exist))
     if edit.imports or edit.settings or edit.runtimes:
         # the imports edit itself refuses a drop-in that would replace a plugin table (allow_plugin_override off)
         done = transaction_result(module, ctx, edit, allow_plugin_override=False, load_test=None)
         _take_diff(done, diffs)
+        changed.append(done['changed'])
         result.update(done)
+    if plan is not None and any(released[k] for k in RELEASED_KINDS):
+        done = release_unnamed(module, ctx, params, plan)
+        _take_diff(done, diffs)
+        changed.append(done['changed'])
+        join_release(result, done)
     if state == 'absent' and dropins:
         # after the imports are gone: a drop-in still imported (by another owner) is kept
         done = remove_all(module, ctx, dict(dropins[0], dropins=[d['dropin'] for d in dropins]))
         result['dropins'] = done['dropins']
         _take_diff(done, diffs)  # remove_all moved each drop-in's diff into its own list
-    result['changed'] = bool(result['changed'] or any(r['changed'] for r in result['dropins']))
+    result['changed'] = any(changed) or any(r['changed'] for r in result['dropins'])
     if diffs:
         result['diff'] = diffs
     result['owner'] = params['owner']
