@@ -63,7 +63,8 @@ attributes:
       - O(step=restart) decides and load-tests, and reports what it would do; it never restarts containerd and
         records nothing.
       - O(step=check) and O(step=wait) do not run C(systemctl reset-failed) and do not import or pull the probe
-        image in check mode; probe containers still run (they are removed afterwards).
+        image in check mode; probe containers still run (they are removed afterwards). Check mode reuses probe
+        stamps (O(probe_reuse_seconds)) but writes or removes none.
   diff_mode:
     support: none
   platform:
@@ -86,7 +87,8 @@ options:
   state_dir:
     description:
       - The collection's state folder. O(step=restart) keeps the fingerprint of its last restart there
-        (C(containerd-started.sha256)); the ledgers under C(<state_dir>/ledger/) account for drift in O(step=check).
+        (C(containerd-started.sha256)); the ledgers under C(<state_dir>/ledger/) account for drift in O(step=check);
+        the stamps of passing probes are in C(<state_dir>/readiness/probes.json) (O(probe_reuse_seconds)).
     type: path
     default: /var/lib/nodeguard
   containerd_bin:
@@ -231,6 +233,34 @@ options:
       - Seconds a probe container may take; it is killed and removed after that.
     type: float
     default: 60
+  probe_reuse_seconds:
+    description:
+      - Reuse a handler's probe that passed at most this many seconds ago instead of starting its probe container
+        again, when nothing the probe depends on changed since. V(0) (the default) starts every probe on every
+        check.
+      - A probe that ran and passed leaves a stamp in C(<state_dir>/readiness/probes.json) (mode C(0600), its
+        folder C(0700); not in check mode) - when it passed and a fingerprint of what it depended on - the
+        effective config (C(config dump) of O(path), as the restart contract fingerprints it), containerd as a
+        process (the unit's C(MainPID), its start time from systemd and the boot), the handler's runtime table in
+        the effective config, the device, inode, size and modification time of the files the probe goes through
+        (the shim containerd runs for the handler, such as C(containerd-shim-runc-v2) or
+        C(containerd-shim-kata-v2), found in containerd's own PATH or beside it as containerd finds it;
+        C(runtime_path); C(options.BinaryName), or C(runc) for a runc-type handler without one;
+        C(options.ConfigPath); a missing file counts as such), and the probe's command line (image, command,
+        environment, namespace, O(pass_config_path)).
+      - The stamp is reused only when every part of the fingerprint is the same, it is at most this many seconds
+        old, and the C(cri_plugin) check passed in the same check (containerd answers). So any restart of
+        containerd, any change of its effective config, and a replaced or touched shim, runtime binary or kata
+        configuration file probe again; so does a stamp file that cannot be read.
+      - A reused probe's check stays V(pass) and its reason says how long ago the probe passed; its entry in
+        C(probes) of RV(readiness) has C(reused=true) and C(age_seconds).
+      - A probe that fails removes its handler's stamp. Once the stamp file exists it is kept up to date by every
+        check, also with V(0); with V(0) and no stamp file, nothing is written.
+      - The image itself is still looked up in the namespace at each check (a missing image fails the probe as
+        without a stamp); its content is not compared, only its name.
+    type: float
+    default: 0
+    version_added: 1.1.0
   pass_config_path:
     description:
       - Pass a non-runc handler's C(options.ConfigPath) to the probe with C(ctr run --runtime-config-path).
@@ -351,6 +381,14 @@ EXAMPLES = r'''
   become: true
   register: ready
 
+- name: End of a converge run often (AWX schedule) - a probe that passed within the hour is not run again
+  nodeguard.containerd.containerd_readiness:
+    step: restart_check
+    handlers: [runc, nvidia, kata-qemu]
+    probe_reuse_seconds: 3600
+  become: true
+  register: ready
+
 - name: Restart containerd once if its effective config changed, never into one it cannot load
   nodeguard.containerd.containerd_readiness:
     step: restart
@@ -418,8 +456,11 @@ readiness:
       journal lines when containerd was not ready, else empty), C(sandbox_image), C(imports)), C(probe_image)
       (C(image) the default probe image, C(source), C(images) per image used whether it is present, imported,
       pulled, and the errors), C(probes) (per handler C(kind) V(start) or V(run), C(ok), C(rc), C(seconds),
-      C(stdout), C(stderr), C(argv); a start probe also C(status), C(stopped_by), C(stop_seconds),
-      C(cleanup_error)), C(drift), C(kubernetes) and, with
+      C(stdout), C(stderr), C(argv), C(reused) V(false); a start probe also C(status), C(stopped_by),
+      C(stop_seconds), C(cleanup_error); with O(probe_reuse_seconds) above 0 also C(not_reused), why the probe ran;
+      a probe reused from its stamp instead C(reused) V(true), C(age_seconds), C(passed_at) (UTC) and the C(kind),
+      C(rc) and C(seconds) of the probe that passed then, empty C(stdout), C(stderr) and C(argv)), C(drift),
+      C(kubernetes) and, with
       O(starts_since), C(service_starts) (C(unit), C(since), C(count), C(error); C(count) is V(null) when the journal
       cannot be read, C(error) says why).
   returned: O(step=check) and O(step=restart_check)
@@ -580,6 +621,7 @@ def main():
         probe_command=dict(type='list', elements='str', default=[]),
         probe_namespace=dict(type='str', default='k8s.io'),
         probe_timeout=dict(type='float', default=60.0),
+        probe_reuse_seconds=dict(type='float', default=0.0),
         pass_config_path=dict(type='bool', default=True, no_log=False),
         check_drift=dict(type='bool', default=False),
         drift_result=dict(type='raw'),

@@ -12,7 +12,10 @@ answer), baseline_drift, kubernetes_node_ready and static_pod:<name>.
 
 The probes run, by default, the node's sandbox image: the one the effective
 config names (``sandbox_image`` of config version 2, ``pinned_images.sandbox``
-of 3 and 4), which every kubelet node has in the ``k8s.io`` namespace.
+of 3 and 4), which every kubelet node has in the ``k8s.io`` namespace. With
+probe_reuse_seconds, a handler's probe that passed recently is reused when
+nothing it depends on changed (``probe.ProbeStamps``): containerd's identity
+is read after the wait and before any probe runs.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,14 +34,18 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.ku
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.probe import (
     handlers as expected_handlers,
     SETTLE_SECONDS,
+    ProbeStamps,
     probe_image,
+    process_path,
     run_probes,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.proxy import proxy_checks
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.restart import dump_fingerprint
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.service import (
     DEFAULT_ADDRESS,
     cri_plugin_ids,
     cri_status,
+    main_process,
     plugins_ls,
     wait_ready,
 )
@@ -81,7 +88,7 @@ def read_config(ctx, p):
     """The config side, before any wait: the tree, the live config (config dump), its runtimes and socket."""
     path = p['path']
     info = dict(tree=Tree(path, ctx.containerd_version), dump_error='', effective_version=None, runtimes={},
-                default_runtime_name=None, dump=None, sandbox_image=None, hosts_dir=None)
+                default_runtime_name=None, dump=None, sandbox_image=None, hosts_dir=None, dump_fingerprint=None)
     rc, out, err = config_dump(ctx, path)
     info['dump_rc'] = rc
     dump = None
@@ -96,6 +103,7 @@ def read_config(ctx, p):
         info['runtimes'], info['default_runtime_name'] = dump_runtimes(dump)
         info['sandbox_image'], info['hosts_dir'] = dump_images(dump)
         info['dump'] = dump
+        info['dump_fingerprint'] = dump_fingerprint(out)
     info['address'] = p['address'] or get_in(dump or {}, ('grpc', 'address')) or DEFAULT_ADDRESS
     return info
 
@@ -149,10 +157,10 @@ def _check_tree(add, info, p):
         add('imports_self', 'fail', warning, required=False)
 
 
-def _check_handlers(add, info, wait, p):
+def _check_handlers(add, info, wait, p, stamps):
     # the probes of all handlers run side by side (each its own container), the
-    # checks are added in the handlers' order
-    verdicts, to_probe = [], []
+    # checks are added in the handlers' order; a stamp of a probe that passed may stand in for one
+    verdicts, to_probe, reused = [], [], {}
     for handler in info['handlers']:
         name, required = handler['name'], handler['required']
         if handler['present']:
@@ -167,15 +175,20 @@ def _check_handlers(add, info, wait, p):
             found = ('fail', 'no runtime %s in the effective config (has: %s)' % (name, has), required)
         verdicts.append((handler, found, _probe_verdict(handler, info, wait, p)))
         if verdicts[-1][2] is None:
-            to_probe.append(handler)
+            reused[name] = stamps.reused(handler, info['runtimes'].get(name))
+            if reused[name] is None:
+                to_probe.append(handler)
     probes = run_probes([(h['name'], h['probe_argv'], h['probe_id']) for h in to_probe], p['probe_timeout'])
+    stamps.note(probes)
+    probes.update((name, res) for name, res in reused.items() if res is not None)
     for handler, found, verdict in verdicts:
         name = handler['name']
         add('handler:' + name, *found)
         if verdict is None:
             res = probes[name]
             notes = ('; ' + '; '.join(handler['probe_notes'])) if handler['probe_notes'] else ''
-            verdict = (('pass' if res['ok'] else 'fail'), _probe_reason(handler, res) + notes, handler['required'])
+            reason = _reused_reason(handler, res, p) if res.get('reused') else _probe_reason(handler, res)
+            verdict = (('pass' if res['ok'] else 'fail'), reason + notes, handler['required'])
         add('probe:' + name, *verdict)
     return probes
 
@@ -198,6 +211,28 @@ def _probe_reason(handler, res):
     if res.get('cleanup_error'):
         reason += '; its container could not be removed: %s' % res['cleanup_error']
     return reason
+
+
+def _reused_reason(handler, res, p):
+    what = 'probe task' if res.get('kind') == 'start' else 'probe container'
+    return ('%s (%s) passed through %s %d s ago (%s); nothing it depends on changed since (probe_reuse_seconds=%g)'
+            % (what, handler['probe_image'], handler['name'], res['age_seconds'], res['passed_at'],
+               p['probe_reuse_seconds']))
+
+
+def probe_stamps(ctx, p, info, cri_ok):
+    """The stamps of earlier passing probes, with what this check's probes depend on in common: the effective
+    config's fingerprint and containerd as a process (read before any probe runs)."""
+    stamps = ProbeStamps(p['state_dir'], p.get('probe_reuse_seconds') or 0.0)
+    stamps.daemon_answers = cri_ok
+    if stamps.active and info['dump_fingerprint']:
+        process = main_process(p['service'])
+        if process is not None:
+            search_path = process_path(process['pid'])
+            stamps.common = dict(config=info['dump_fingerprint'], containerd=process,
+                                 path=os.environ.get('PATH', '') if search_path is None else search_path,
+                                 beside=os.path.dirname(ctx.containerd_bin) if ctx.containerd_bin else None)
+    return stamps
 
 
 def _probe_verdict(handler, info, wait, p):
@@ -301,7 +336,9 @@ def readiness(ctx, p, version_text, check_mode):
     else:
         detail = ', '.join('%s=%s' % kv for kv in sorted(bad.items())) or info.get('plugins_error') or 'no plugin list'
         add('cri_plugin', 'fail', 'CRI plugin not ok: %s' % detail)
-    probes = _check_handlers(add, info, wait, p)
+    stamps = probe_stamps(ctx, p, info, bool(cri and not bad))
+    probes = _check_handlers(add, info, wait, p, stamps)
+    stamps.save(check_mode, ctx.warn)
     if info['dump'] is not None:
         for check in proxy_checks(info['dump'], info['runtimes']):
             add(*check)

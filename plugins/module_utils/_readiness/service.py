@@ -57,6 +57,25 @@ def unit_state(unit):
     return state.get('ActiveState') or 'unknown', started
 
 
+BOOT_ID = '/proc/sys/kernel/random/boot_id'
+
+
+def main_process(unit):
+    """containerd as a process: {pid, started (ExecMainStartTimestampMonotonic, microseconds), boot (this boot's
+    id)}, or None when systemd names no running main process or the boot id cannot be read. Any restart of the
+    unit changes it, and so does a reboot."""
+    state = systemd_show(unit, ['MainPID', 'ExecMainStartTimestampMonotonic'])
+    pid, started = state.get('MainPID', ''), state.get('ExecMainStartTimestampMonotonic', '')
+    if not (pid.isdigit() and int(pid) > 0 and started.isdigit() and int(started) > 0):
+        return None
+    try:
+        with open(BOOT_ID) as fh:
+            boot = fh.read().strip()
+    except (IOError, OSError):
+        return None
+    return dict(pid=int(pid), started=int(started), boot=boot) if boot else None
+
+
 # lines of the unit's journal kept in a failed wait's report, and how many of them its message quotes
 JOURNAL_LINES = 15
 JOURNAL_IN_MSG = 6

@@ -1,0 +1,485 @@
+# -*- coding: utf-8 -*-
+"""containerd_readiness probe_reuse_seconds: a probe that passed is reused while nothing it depends on changed.
+
+A real containerd 1.6 runs as a stand-in systemd unit: ``systemctl`` (first
+in the module's PATH) starts it on a private socket, root and state,
+``restart`` stops it and starts it again, and ``show`` reports its MainPID and
+its start on the monotonic clock as systemd does. The probes run the busybox
+probe image (tests/images/make_probe_image.py) with ``/bin/true`` through two
+handlers: ``runc`` and ``logged``, a runc-type handler whose BinaryName is a
+copy of runc behind a wrapper that logs each call (a probe that runs calls it;
+a reused one does not). ``ctr events`` runs beside each module call: a probe
+that runs makes containerd create a container, a reused one does not.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from helpers.common import CONTAINERD_1, CONTAINERD_2
+from helpers.standins import MAKE_PROBE, PROBE_IMAGE, sh
+
+MODULE = 'containerd_readiness'
+CRI = 'plugins."io.containerd.grpc.v1.cri"'
+HANDLERS = ['runc', 'logged']
+
+# systemctl as systemd answers for one unit, the unit a real containerd (unit.json says which and how)
+SYSTEMCTL = r'''#!%(python)s
+import json, os, signal, socket, subprocess, sys, time
+HERE = os.path.dirname(os.path.abspath(__file__))
+STATE = os.path.join(HERE, 'unit.json')
+with open(STATE) as f:
+    unit = json.load(f)
+with open(os.path.join(HERE, 'calls.log'), 'a') as f:
+    f.write(' '.join(sys.argv[1:]) + '\n')
+
+def save():
+    with open(STATE + '.tmp', 'w') as f:
+        json.dump(unit, f)
+    os.rename(STATE + '.tmp', STATE)
+
+def mono():
+    return int(time.monotonic() * 1e6)
+
+def alive():
+    try:
+        with open('/proc/%%d/stat' %% unit['pid']) as f:
+            return f.read().split(') ')[1][0] not in 'ZX'
+    except (KeyError, TypeError, OSError):
+        return False
+
+def stop():
+    if alive():
+        os.kill(unit['pid'], signal.SIGTERM)
+        for _ in range(400):
+            if not alive():
+                break
+            time.sleep(0.05)
+        unit['exit'] = mono()
+
+def start():
+    log = open(os.path.join(HERE, 'containerd.log'), 'a')
+    proc = subprocess.Popen([unit['binary'], '--config', unit['config']], stdout=log, stderr=log,
+                            start_new_session=True, env=dict(os.environ, PATH=unit['path']))
+    unit.update(pid=proc.pid, start=mono(), restarts=unit.get('restarts', 0) + 1)
+    while proc.poll() is None:
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(unit['address'])
+            break
+        except OSError:
+            time.sleep(0.05)
+        finally:
+            s.close()
+    unit['active'] = mono()
+    save()
+    sys.exit(0 if proc.poll() is None else 1)
+
+cmd = sys.argv[1]
+if cmd == 'show':
+    up = alive()
+    props = dict(ActiveState='active' if up else 'inactive', SubState='running' if up else 'dead',
+                 Result='success', LoadState='loaded', NRestarts=unit.get('restarts', 0),
+                 MainPID=unit['pid'] if up else 0, ExecMainStartTimestampMonotonic=unit['start'] if up else 0,
+                 ActiveEnterTimestampMonotonic=unit.get('active', 0), ActiveExitTimestampMonotonic=unit.get('exit', 0))
+    wanted = [w for a in sys.argv if a.startswith('--property=') for w in a.split('=', 1)[1].split(',')]
+    for key in wanted or sorted(props):
+        print(props.get(key, '') if '--value' in sys.argv else '%%s=%%s' %% (key, props.get(key, '')))
+elif cmd == 'restart':
+    stop()
+    start()
+elif cmd == 'start':
+    if not alive():
+        start()
+elif cmd == 'stop':
+    stop()
+    save()
+'''
+
+# the logged handler's BinaryName: each call logged, then the copy of runc beside it; a flag file makes create fail
+RUNC_WRAPPER = '''#!/bin/sh
+echo "$*" >> %(log)s
+case " $* " in
+  *" create "*) [ -f %(fail)s ] && { echo "logged runtime refuses (test flag)" >&2; exit 1; };;
+esac
+exec %(runc)s "$@"
+'''
+
+
+class Node(object):
+    """The stand-in unit, its config, the logged handler's files and the module's arguments."""
+
+    def __init__(self, base, image_tar, binary=CONTAINERD_1):
+        self.base = base
+        self.binary = binary
+        self.bin_dir = os.path.join(base, 'bin')
+        self.handler_dir = os.path.join(base, 'handler')
+        for folder in (self.bin_dir, self.handler_dir):
+            os.makedirs(folder)
+        self.address = os.path.join(base, 'containerd.sock')
+        self.state_dir = os.path.join(base, 'state-dir')
+        self.config = os.path.join(base, 'config.toml')
+        self.runc_log = os.path.join(base, 'logged-runc.log')
+        self.fail_flag = os.path.join(base, 'logged-fails')
+        self.runc_copy = os.path.join(self.handler_dir, 'runc-real')
+        shutil.copy2(shutil.which('runc'), self.runc_copy)
+        self.wrapper = os.path.join(self.handler_dir, 'runc-logged')
+        self.write_wrapper()
+        with open(os.path.join(self.bin_dir, 'systemctl'), 'w') as f:
+            f.write(SYSTEMCTL % dict(python=sys.executable))
+        os.chmod(os.path.join(self.bin_dir, 'systemctl'), 0o755)
+        self.write_config()
+        self.ctr = [os.path.join(os.path.dirname(binary), 'ctr'), '--address', self.address]
+        # this version's shims first, as its package installs them beside containerd
+        daemon_path = os.path.dirname(binary) + os.pathsep + os.environ['PATH']
+        with open(os.path.join(self.bin_dir, 'unit.json'), 'w') as f:
+            json.dump(dict(binary=binary, config=self.config, address=self.address, path=daemon_path), f)
+        res = self.ctl('start')
+        assert res.returncode == 0, res.stderr + self.daemon_log()
+        res = sh(self.ctr + ['-n', 'k8s.io', 'images', 'import', image_tar])
+        assert res.returncode == 0, res.stderr
+
+    def write_wrapper(self, extra=''):
+        with open(self.wrapper, 'w') as f:
+            f.write(RUNC_WRAPPER % dict(log=self.runc_log, fail=self.fail_flag, runc=self.runc_copy) + extra)
+        os.chmod(self.wrapper, 0o755)
+
+    def write_config(self, extra=''):
+        with open(self.config, 'w') as f:
+            f.write('version = 2\nroot = "{b}/root"\nstate = "{b}/state"\n[grpc]\n  address = "{a}"\n'
+                    '[plugins."io.containerd.internal.v1.opt"]\n  path = "{b}/opt"\n'
+                    '[{cri}]\n  disable_tcp_service = true\n  stream_server_port = "0"\n'
+                    '[{cri}.containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n'
+                    '[{cri}.containerd.runtimes.logged]\n  runtime_type = "io.containerd.runc.v2"\n'
+                    '[{cri}.containerd.runtimes.logged.options]\n  BinaryName = "{w}"\n{x}'
+                    .format(b=self.base, a=self.address, cri=CRI, w=self.wrapper, x=extra))
+
+    @property
+    def env(self):
+        return dict(PATH=self.bin_dir + os.pathsep + os.environ['PATH'])
+
+    def ctl(self, *args):
+        return subprocess.run([os.path.join(self.bin_dir, 'systemctl')] + list(args) + ['containerd'],
+                              capture_output=True, text=True, timeout=120, env=dict(os.environ, **self.env),
+                              check=False)
+
+    def unit(self):
+        with open(os.path.join(self.bin_dir, 'unit.json')) as f:
+            return json.load(f)
+
+    def daemon_log(self):
+        path = os.path.join(self.bin_dir, 'containerd.log')
+        return open(path).read()[-3000:] if os.path.exists(path) else ''
+
+    def runc_calls(self):
+        """The logged handler's runc calls so far (create, start, delete ... of each probe through it)."""
+        return open(self.runc_log).read().splitlines() if os.path.exists(self.runc_log) else []
+
+    @property
+    def stamps_path(self):
+        return os.path.join(self.state_dir, 'readiness', 'probes.json')
+
+    def stamps(self):
+        with open(self.stamps_path) as f:
+            return json.load(f)['handlers']
+
+    def stop(self):
+        for task in sh(self.ctr + ['-n', 'k8s.io', 'tasks', 'ls', '-q']).stdout.split():
+            sh(self.ctr + ['-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', task])
+        self.ctl('stop')
+        with open('/proc/self/mounts') as fh:
+            mounts = [line.split()[1] for line in fh if line.split()[1].startswith(self.base)]
+        for mnt in sorted(mounts, reverse=True):
+            sh(['umount', '-l', mnt])
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+@pytest.fixture(scope='module')
+def image_tar(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.fail('these tests start containerd and run containers: they need root', pytrace=False)
+    if CONTAINERD_1 is None or not shutil.which('runc'):
+        pytest.fail('no containerd or runc: run `make deps`', pytrace=False)
+    out = str(tmp_path_factory.mktemp('probe-image') / 'probe.tar')
+    res = sh([sys.executable, MAKE_PROBE, '--busybox', '/bin/busybox', '--out', out, '--name', PROBE_IMAGE])
+    assert res.returncode == 0, res.stderr
+    return out
+
+
+@pytest.fixture
+def make_node(image_tar):
+    made = []
+
+    def make(binary=CONTAINERD_1):
+        if binary is None:
+            pytest.fail('no containerd binary: run `make deps`', pytrace=False)
+        # the socket path must be short: under /run, as the other daemon tests
+        base = tempfile.mkdtemp(prefix='ng-reuse-', dir='/run' if os.access('/run', os.W_OK) else None)
+        made.append(Node(base, image_tar, binary))
+        return made[-1]
+    yield make
+    for n in made:
+        n.stop()
+
+
+@pytest.fixture
+def node(make_node):
+    return make_node()
+
+
+class Events(object):
+    """``ctr events`` for the length of a with block: the topics containerd published meanwhile."""
+
+    def __init__(self, n):
+        self.argv = n.ctr + ['events']
+        self.proc = None
+        self.out = None
+        self.topics = []
+
+    def __enter__(self):
+        self.out = tempfile.TemporaryFile(mode='w+')
+        self.proc = subprocess.Popen(self.argv, stdout=self.out, stderr=subprocess.STDOUT)
+        time.sleep(0.3)  # subscribed before the module starts
+        return self
+
+    def __exit__(self, *exc):
+        time.sleep(0.3)  # the last events are delivered
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(10)
+        self.out.seek(0)
+        self.topics = [word for line in self.out.read().splitlines() for word in line.split()
+                       if word.startswith('/containers/') or word.startswith('/tasks/')]
+        self.out.close()
+
+
+def check(run_module, n, check_mode=False, expect_fail=False, **args):
+    params = dict(path=n.config, state_dir=n.state_dir, containerd_bin=n.binary, address=n.address,
+                  handlers=HANDLERS, probe=True, probe_image=PROBE_IMAGE, probe_command=['/bin/true'],
+                  probe_pull=False, kubernetes='false', timeout=30, probe_timeout=30, fail=False)
+    params.update(args)
+    with Events(n) as events:
+        r = run_module(MODULE, check=check_mode, expect_fail=expect_fail, env=n.env, **params)
+    report = r['readiness']
+    report['by_name'] = dict((c['name'], c) for c in report['checks'])
+    report['events'] = events.topics
+    return report
+
+
+CREATED = ('/containers/create', '/tasks/create')
+
+
+def probe_checks(report):
+    return dict((name, report['by_name']['probe:' + name]) for name in HANDLERS)
+
+
+def assert_probed(report, names, why=None, events=True):
+    """Each handler of names ran its probe (and passed); why: the reason the stamp did not stand in (a pattern);
+    events: containerd's events were seen for the whole call (not across a restart)."""
+    for name in names:
+        res = report['probes'][name]
+        assert res['reused'] is False and res['ok'] and res['argv'], res
+        assert report['by_name']['probe:' + name]['reason'].startswith('probe container (%s) exited 0' % PROBE_IMAGE)
+        if why is not None:
+            assert re.fullmatch(why, res['not_reused']), res
+    if events:
+        assert sum(report['events'].count(topic) for topic in CREATED) == 2 * len(names), report['events']
+
+
+def assert_reused(report, names, stamps, reuse_seconds=3600):
+    for name in names:
+        res, check_ = report['probes'][name], report['by_name']['probe:' + name]
+        passed_at = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(stamps[name]['time']))
+        assert res['reused'] is True and res['ok'] and res['kind'] == 'run' and res['rc'] == 0, res
+        assert res['passed_at'] == passed_at and 0 <= res['age_seconds'] <= reuse_seconds, res
+        assert res['argv'] == [] and 'not_reused' not in res, res
+        assert check_['status'] == 'pass' and check_['required'], check_
+        assert check_['reason'] == (
+            'probe container (%s) passed through %s %d s ago (%s); nothing it depends on changed since '
+            '(probe_reuse_seconds=%g)' % (PROBE_IMAGE, name, res['age_seconds'], passed_at, reuse_seconds))
+
+
+# ------------------------------------------------------------------ stamped, then reused
+@pytest.mark.parametrize('binary', [pytest.param(CONTAINERD_1, id='containerd-1.6'),
+                                    pytest.param(CONTAINERD_2, id='containerd-2.1')])
+def test_a_passing_probe_is_stamped_then_reused_without_running_a_container(run_module, make_node, binary):
+    n = make_node(binary)
+    first = check(run_module, n, probe_reuse_seconds=3600)
+    assert first['ok'], first['failed']
+    assert_probed(first, HANDLERS, why='no stamp of an earlier passing probe')
+    assert any(' create ' in ' %s ' % call for call in n.runc_calls())  # through the logged handler's runc
+    # the stamp: private, one per handler
+    folder = os.path.dirname(n.stamps_path)
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700 and stat.S_IMODE(os.stat(n.stamps_path).st_mode) == 0o600
+    stamps = n.stamps()
+    assert sorted(stamps) == sorted(HANDLERS)
+    assert all(abs(stamps[h]['time'] - time.time()) < 60 and stamps[h]['kind'] == 'run' for h in HANDLERS)
+    with open(n.stamps_path, 'rb') as f:
+        written = f.read()
+    runc_calls = n.runc_calls()
+
+    again = check(run_module, n, probe_reuse_seconds=3600)
+    assert again['ok'] and again['summary'] == first['summary'], again['failed']
+    assert_reused(again, HANDLERS, stamps)
+    # no probe ran: containerd created no container or task, the handler's runtime was not called
+    assert again['events'] == [] and n.runc_calls() == runc_calls
+    with open(n.stamps_path, 'rb') as f:
+        assert f.read() == written  # the stamp keeps the time the probe passed
+
+
+def test_the_default_probes_every_time_and_keeps_the_stamps_true(run_module, node):
+    report = check(run_module, node)
+    assert report['ok'] and not os.path.exists(os.path.join(node.state_dir, 'readiness'))  # nothing written
+    assert_probed(report, HANDLERS)
+    assert all('not_reused' not in report['probes'][h] for h in HANDLERS)
+    check(run_module, node, probe_reuse_seconds=3600)
+    stamps = node.stamps()
+    # a stamp exists: probe_reuse_seconds 0 still probes, and records the new pass
+    report = check(run_module, node, probe_reuse_seconds=0)
+    assert_probed(report, HANDLERS)
+    assert all(node.stamps()[h]['time'] > stamps[h]['time'] for h in HANDLERS)
+
+
+# ------------------------------------------------------------------ what makes a probe run again
+def change_config(n):
+    n.write_config('[plugins."io.containerd.gc.v1.scheduler"]\n  pause_threshold = 0.03\n')
+
+
+def restart_containerd(n):
+    pid = n.unit()['pid']
+    res = n.ctl('restart')
+    assert res.returncode == 0 and n.unit()['pid'] != pid, res.stderr + n.daemon_log()
+
+
+def touch_handler_binary(n):
+    later = time.time() + 5
+    os.utime(n.wrapper, (later, later))
+
+
+def replace_handler_binary(n):
+    """The same bytes, mode and times under a new inode, as a package upgrade's rename leaves it."""
+    shutil.copy2(n.wrapper, n.wrapper + '.new')
+    os.rename(n.wrapper + '.new', n.wrapper)
+
+
+def age_the_stamps(n):
+    with open(n.stamps_path) as f:
+        data = json.load(f)
+    for stamp in data['handlers'].values():
+        stamp['time'] -= 100
+    with open(n.stamps_path, 'w') as f:
+        json.dump(data, f)
+
+
+BOTH = HANDLERS
+LOGGED = ['logged']
+
+
+@pytest.mark.parametrize('change,probed,why', [
+    pytest.param(change_config, BOTH, r'changed since the probe passed: the effective config', id='config-changed'),
+    pytest.param(restart_containerd, BOTH, r'changed since the probe passed: the containerd process \(restarted\)',
+                 id='containerd-restarted'),
+    pytest.param(touch_handler_binary, LOGGED,
+                 r'changed since the probe passed: the shim, runtime or configuration files of the handler',
+                 id='handler-binary-touched'),
+    pytest.param(replace_handler_binary, LOGGED,
+                 r'changed since the probe passed: the shim, runtime or configuration files of the handler',
+                 id='handler-binary-replaced'),
+    pytest.param(age_the_stamps, BOTH, r'the probe passed 10\d s ago, more than probe_reuse_seconds=60',
+                 id='stamp-too-old'),
+])
+def test_each_change_a_probe_depends_on_probes_again(run_module, node, change, probed, why):
+    assert check(run_module, node, probe_reuse_seconds=60)['ok']
+    stamps = node.stamps()
+    runc_calls = len(node.runc_calls())
+    change(node)
+    report = check(run_module, node, probe_reuse_seconds=60)
+    assert report['ok'], report['failed']
+    assert_probed(report, probed, why=why)
+    assert_reused(report, [h for h in HANDLERS if h not in probed], stamps, reuse_seconds=60)
+    assert len(node.runc_calls()) > runc_calls  # the logged handler's runtime ran in every case
+    # the new pass is stamped: the next check reuses it
+    stamps = node.stamps()
+    report = check(run_module, node, probe_reuse_seconds=60)
+    assert_reused(report, HANDLERS, stamps, reuse_seconds=60)
+    assert report['events'] == []
+
+
+# ------------------------------------------------------------------ failures and check mode
+def test_a_failing_probe_removes_its_stamp(run_module, node):
+    check(run_module, node, probe_reuse_seconds=3600)
+    open(node.fail_flag, 'w').close()  # the logged runtime now refuses to create: nothing the stamp knows changed
+    report = check(run_module, node, probe_reuse_seconds=0)
+    assert report['failed'] == ['probe:logged'], report['failed']
+    assert '%s did not terminate successfully' % node.wrapper in report['probes']['logged']['stderr']
+    assert sorted(node.stamps()) == ['runc']
+    # with reuse asked for, the failed handler probes (and fails) again; runc's stamp stands in
+    stamps = node.stamps()
+    report = check(run_module, node, probe_reuse_seconds=3600)
+    assert report['failed'] == ['probe:logged'] and report['probes']['logged']['reused'] is False, report['failed']
+    assert report['probes']['logged']['not_reused'] == 'no stamp of an earlier passing probe'
+    assert_reused(report, ['runc'], stamps)
+    os.remove(node.fail_flag)
+    report = check(run_module, node, probe_reuse_seconds=3600)
+    assert report['ok'] and sorted(node.stamps()) == sorted(HANDLERS)
+
+
+def test_check_mode_reuses_but_writes_no_stamp(run_module, node):
+    report = check(run_module, node, check_mode=True, probe_reuse_seconds=3600)
+    assert report['ok'] and not os.path.exists(node.state_dir)
+    assert_probed(report, HANDLERS, why='no stamp of an earlier passing probe')
+    check(run_module, node, probe_reuse_seconds=3600)
+    stamps = node.stamps()
+    with open(node.stamps_path, 'rb') as f:
+        written = f.read()
+    report = check(run_module, node, check_mode=True, probe_reuse_seconds=3600)
+    assert_reused(report, HANDLERS, stamps)
+    # a failing probe in check mode leaves the stamps as they are
+    open(node.fail_flag, 'w').close()
+    report = check(run_module, node, check_mode=True)
+    assert report['failed'] == ['probe:logged']
+    with open(node.stamps_path, 'rb') as f:
+        assert f.read() == written
+
+
+def test_an_unreadable_stamp_file_probes_again_and_is_rewritten(run_module, node):
+    check(run_module, node, probe_reuse_seconds=3600)
+    with open(node.stamps_path, 'w') as f:
+        f.write('{"format": 1, "handlers": ')  # cut short, as a full disk could leave it
+    report = check(run_module, node, probe_reuse_seconds=3600)
+    assert_probed(report, HANDLERS, why=r'no stamp of an earlier passing probe')
+    assert sorted(node.stamps()) == sorted(HANDLERS)
+
+
+# ------------------------------------------------------------------ the end of a converge (step=restart_check)
+def test_restart_check_reuses_on_a_no_op_re_run_and_probes_after_its_restart(run_module, node):
+    args = dict(step='restart_check', probe_reuse_seconds=3600, preflight=False)
+    report = check(run_module, node, **args)
+    assert_probed(report, HANDLERS)
+    stamps = node.stamps()
+    report = check(run_module, node, **args)
+    assert_reused(report, HANDLERS, stamps)
+    assert report['events'] == [] and node.unit()['restarts'] == 1
+    # a change of the config: the restart step restarts containerd, the checks probe the new one
+    change_config(node)
+    later = time.time() + 2
+    os.utime(node.config, (later, later))
+    runc_calls = len(node.runc_calls())
+    report = check(run_module, node, **args)
+    assert report['ok'] and node.unit()['restarts'] == 2, node.unit()
+    # ctr events ends with the containerd it listened to: the logged runtime's calls say its probe ran
+    assert_probed(report, HANDLERS, events=False,
+                  why=r'changed since the probe passed: the effective config, the containerd process \(restarted\)')
+    assert len(node.runc_calls()) > runc_calls
+    stamps = node.stamps()
+    report = check(run_module, node, **args)
+    assert_reused(report, HANDLERS, stamps)
+    assert report['events'] == [] and node.unit()['restarts'] == 2
