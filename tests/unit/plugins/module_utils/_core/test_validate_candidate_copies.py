@@ -15,7 +15,11 @@ from helpers.common import CONTAINERD_1, assert_containerd_accepts, fixture_text
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits import engine as _engine
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import TEMP_SUFFIX, write_temp
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError, parse_toml
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import copies_for_containerd, load_tree
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
+    copies_for_containerd,
+    load_tree,
+    without_imports_of,
+)
 from ansible_collections.nodeguard.containerd.plugins.modules import containerd_setting
 
 CRI = 'io.containerd.grpc.v1.cri'
@@ -105,3 +109,63 @@ def test_a_copy_that_cannot_be_written_fails_clearly_and_leaves_no_file(tmp_path
                                  'writable.' % (calls[1], etc)), res['msg']
     left = sorted(n for n in os.listdir(str(etc)) if not n.endswith('.nodeguard.lock'))
     assert left == ['config.toml', 'gpu.toml'] and read(main) == text
+
+
+# ------------------------------------------------------------------ drop-ins that import each other
+def _nested_tree(tmp_path):
+    """config.toml importing the edited drop-in t, a drop-in b that imports t, and a drop-in c that imports an
+    unrelated x, then b and t: every importer of t (and of b) must be handed to containerd as a copy."""
+    paths = dict((n, str(tmp_path / ('%s.toml' % n))) for n in ('config', 't', 'b', 'c', 'x'))
+    texts = {
+        'config': 'version = 2\nimports = ["%(t)s", "%(b)s", "%(c)s"]\n',
+        't': 'version = 2\noom_score = -1\n',
+        'b': 'version = 2\nimports = ["%(t)s"]\n',
+        'c': 'version = 2\nimports = ["%(x)s", "%(b)s", "%(t)s"]\n',
+        'x': 'version = 2\n[debug]\n  level = "debug"\n',
+    }
+    for name, text in texts.items():
+        with open(paths[name], 'w') as f:
+            f.write(text % paths)
+    return paths
+
+
+def test_no_copy_leads_containerd_back_to_the_live_file_being_replaced(tmp_path):
+    """The edit of drop-in t as the check step hands it over: t's candidate written already, config.toml
+    spelled out. b and c import t; c imports b too: c's copy must name neither b nor t, or containerd would
+    load the live b and through it the live t, whose old value wins (it is read last)."""
+    assert CONTAINERD_1, 'containerd 1.6 is needed (make deps)'
+    paths = _nested_tree(tmp_path)
+    main, t = paths['config'], paths['t']
+    candidate = 'version = 2\noom_score = -2\n'
+    files, problems = load_tree(main, parse_toml(read(main)), V16, overrides={t: parse_toml(candidate)})
+    assert problems == [] and [p for p, _d in files] == [main, t, paths['b'], paths['c'], paths['x']]
+    t_candidate = write_temp(t, candidate.encode('utf-8'))
+    copy = copies_for_containerd(files, {main: read(main), t: candidate}, {t: t_candidate},
+                                 lambda path, text: write_temp(path, text.encode('utf-8')), V16)
+    t_copy, b_copy, c_copy, x = parse_toml(read(copy))['imports']
+    assert t_copy == t_candidate and x == paths['x'] and os.path.dirname(c_copy) == str(tmp_path)
+    assert parse_toml(read(b_copy)).get('imports', []) == []
+    assert parse_toml(read(c_copy))['imports'] == [paths['x']]  # x is no copy: its entry stays, in its place
+    dump = parse_toml(assert_containerd_accepts(copy, CONTAINERD_1))
+    assert dump['oom_score'] == -2  # the candidate of t, never the live t
+    assert dump['debug']['level'] == 'debug'  # x is read
+
+
+def test_a_drop_in_that_is_no_longer_utf8_when_copied_is_a_config_error_naming_it(tmp_path):
+    main, dropin, text = _self_importing_tree(tmp_path)
+    files, _problems = load_tree(main, parse_toml(text), V16)
+    with open(dropin, 'wb') as f:  # rewritten by someone else after the tree was read
+        f.write(b'version = 2\n# caf\xe9\n')
+    with pytest.raises(ConfigError) as err:
+        copies_for_containerd(files, {main: text}, {}, lambda p, t: write_temp(p, t.encode('utf-8')), V16)
+    assert str(err.value).startswith('cannot read %s: it is not UTF-8 (' % dropin)
+    assert str(err.value).endswith('). Nothing was written. Fix: save it as UTF-8.')
+    assert not [n for n in os.listdir(str(tmp_path)) if n.endswith(TEMP_SUFFIX)]
+
+
+@pytest.mark.parametrize('text', ['version = 2\noom_score = -1\n', 'version = 2\nimports = "conf.d/*.toml"\n',
+                                  'version = 2\nimports = ["/etc/containerd/conf.d/a.toml"]\n'])
+def test_a_file_that_imports_none_of_the_copied_files_is_handed_back_as_it_is(text):
+    # no imports, an imports that is no list (the checks name that), or only files that are not copied
+    copied = set(['/etc/containerd/config.toml', '/etc/containerd/conf.d/b.toml'])
+    assert without_imports_of(text, parse_toml(text), '/etc/containerd/conf.d/x.toml', copied, V16) == text

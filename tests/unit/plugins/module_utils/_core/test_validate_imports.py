@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from helpers.common import CONTAINERD_2, config_dump
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
     check_tree,
     import_pattern,
@@ -61,6 +62,37 @@ def test_a_drop_in_of_a_higher_version_is_refused_and_the_later_drop_ins_are_sti
     assert errors[0] == ('%s has version = 3, higher than the main config %s (version = 2): containerd 2.3 does not '
                          'start ("drop-in config version 3 higher than root config version 2"). %s'
                          % (newer, main, raise_fix))
+
+
+@pytest.mark.parametrize('containerd, main_version, dropin_version, raise_offered', [
+    ((2, 0), 2, 3, True),  # 2.0 is the first to read version 3
+    ((2, 1), 3, 4, False),
+    ((2, 2), 3, 4, False),
+    ((2, 3), 3, 4, True),  # 2.3 is the first to read version 4
+    ((2, 3), 2, 4, True),
+])
+def test_raising_the_main_file_is_offered_only_where_the_node_reads_the_drop_ins_version(
+        tmp_path, containerd, main_version, dropin_version, raise_offered):
+    newer = tmp_path / '10-newer.toml'
+    newer.write_text('version = %d\n' % dropin_version)
+    main = str(tmp_path / 'config.toml')
+    (error,) = check_tree(main, {'version': main_version, 'imports': [str(newer)]}, containerd)
+    fix = ('Fix: write the drop-in with version = %d (the main config\'s version and its plugin ids)' % main_version
+           + (', or raise %s to version = %d (containerd config migrate writes it in that version)'
+              % (main, dropin_version) if raise_offered else '') + '.')
+    assert error.startswith('%s has version = %d, higher than the main config' % (newer, dropin_version))
+    assert error.endswith(fix)
+
+
+def test_containerd_2_1_reads_a_version_3_main_file_and_refuses_a_version_4_one(tmp_path):
+    """What the offer above rests on, measured: raising config.toml to version 4 is no fix on 2.1."""
+    assert CONTAINERD_2, 'containerd 2.1 is needed (make deps)'
+    for version, accepted in ((3, True), (4, False)):
+        path = tmp_path / ('v%d.toml' % version)
+        path.write_text('version = %d\n' % version)
+        rc, _out, err = config_dump(str(path), CONTAINERD_2)
+        assert (rc == 0) == accepted, err
+    assert 'expected containerd config version equal to or less than `3`, got `4`' in err
 
 
 # ------------------------------------------------------------------ where an entry points

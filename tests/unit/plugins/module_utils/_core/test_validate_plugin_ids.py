@@ -109,3 +109,35 @@ def test_without_a_binary_a_version_2_file_is_judged_as_1x_reads_it_and_odd_valu
         '/etc/containerd/config.toml: plugins."cri" is not a full plugin id: containerd 1.x refuses the whole '
         'config ("invalid plugin key URI") of a file it reads as version 2. Fix: write plugins.'
         '"io.containerd.grpc.v1.cri" (`containerd config default` lists the ids).']
+
+
+def dump_refuses(binary, path):
+    """Whether containerd's own `config dump` refuses the file for a plugin id ("invalid ... URI")."""
+    dump = subprocess.run([binary, '--config', path, 'config', 'dump'], capture_output=True, text=True, check=False)
+    assert dump.returncode == 0 or 'URI' in dump.stderr, dump.stderr
+    return dump.returncode != 0
+
+
+@pytest.mark.parametrize('version', sorted(BINARIES), ids=lambda v: '%d.%d' % v)
+def test_four_dotted_parts_are_a_full_plugin_id_as_for_the_binary(tmp_path, version):
+    """io.containerd.<type>.<version> with no name is the shortest id containerd takes (1.x splits the id in at
+    most four parts and wants four); every containerd takes it, in disabled_plugins and as a plugins table."""
+    binary = BINARIES[version]
+    if binary is None:
+        pytest.fail('no containerd %d.%d binary: run `make deps`' % version)
+    text = 'version = 2\ndisabled_plugins = ["io.containerd.nydus.v1"]\n[plugins."io.containerd.nydus.v1"]\n  x = 1\n'
+    main_path, text = write_case(str(tmp_path), text, None)
+    assert not dump_refuses(binary, main_path)
+    assert check_tree(main_path, parse_toml(text), version) == []
+
+
+@pytest.mark.parametrize('version', [(1, 6), (1, 7)], ids=lambda v: '%d.%d' % v)
+def test_three_dotted_parts_are_refused_on_1x_as_the_binary_refuses_them(tmp_path, version):
+    binary = BINARIES[version]
+    if binary is None:
+        pytest.fail('no containerd %d.%d binary: run `make deps`' % version)
+    text = 'version = 2\ndisabled_plugins = ["io.containerd.nydus"]\n'
+    main_path, text = write_case(str(tmp_path), text, None)
+    assert dump_refuses(binary, main_path)
+    (error,) = id_errors(check_tree(main_path, parse_toml(text), version))
+    assert error.startswith('%s: disabled_plugins names "io.containerd.nydus", not a full plugin id' % main_path)

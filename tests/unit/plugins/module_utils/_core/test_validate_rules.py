@@ -10,7 +10,8 @@ here each is pinned with the exact input that tells it from its neighbours.
 
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from helpers.common import assert_containerd_accepts, binary_of, config_dump, read
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError, parse_toml
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
     check_tree,
     containerd_version,
@@ -164,6 +165,52 @@ def test_the_replaced_table_message_names_the_containerd_version(tmp_path):
     (error,) = check_tree(MAIN, main, (1, 7))
     assert error.startswith('%s defines plugins."io.containerd.gc.v1.scheduler", which on containerd 1.7 replaces '
                             'the whole table of the main config %s: pause_threshold would be lost.' % (dropin, MAIN))
+
+
+# 1.x runs only the last CRI table of the tree: a drop-in that says version = 1 names it plugins.cri
+REPLACED_TWICE_MAIN = ('version = 2\nimports = ["%s", "%s"]\n[plugins."io.containerd.grpc.v1.cri"]\n'
+                       '  sandbox_image = "main:1"\n  [plugins."io.containerd.grpc.v1.cri".containerd]\n'
+                       '    snapshotter = "native"\n')
+FIRST_DROP_IN = 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "first:1"\n'
+
+
+def replaced_twice(tmp_path, last_text):
+    """config.toml, then a version 2 drop-in with a CRI table that lacks the main file's snapshotter, then last."""
+    first, last = str(tmp_path / '10-first.toml'), str(tmp_path / '20-last.toml')
+    with open(first, 'w') as f:
+        f.write(FIRST_DROP_IN)
+    with open(last, 'w') as f:
+        f.write(last_text)
+    main = str(tmp_path / 'config.toml')
+    with open(main, 'w') as f:
+        f.write(REPLACED_TWICE_MAIN % (first, last))
+    return main, first
+
+
+@pytest.mark.parametrize('which', ['host', '1.7'])
+def test_a_table_a_later_version_1_drop_in_replaces_again_is_not_named_as_a_loss(tmp_path, which):
+    binary = binary_of(which)
+    main, first = replaced_twice(tmp_path, 'version = 1\n[plugins.cri]\n  sandbox_image = "last:1"\n')
+    dump = parse_toml(assert_containerd_accepts(main, binary))
+    assert dump['plugins'][CRI]['sandbox_image'] == 'last:1'  # the first drop-in's table never runs
+    version = (1, 6) if which == 'host' else (1, 7)
+    assert [e for e in check_tree(main, parse_toml(read(main)), version) if first in e] == []
+
+
+@pytest.mark.parametrize('which', ['host', '1.7'])
+def test_a_version_2_drop_ins_plugins_cri_is_no_cri_table_and_the_earlier_loss_is_still_named(tmp_path, which):
+    """1.x renames plugins.cri only in a file it reads as version 1; in a version 2 file it refuses the whole
+    config. The check names that, and what the earlier drop-in's CRI table loses, in the same run."""
+    binary = binary_of(which)
+    main, first = replaced_twice(tmp_path, 'version = 2\n[plugins.cri]\n  sandbox_image = "last:1"\n')
+    rc, _out, err = config_dump(main, binary)
+    assert rc != 0 and 'invalid plugin key URI "cri"' in err
+    version = (1, 6) if which == 'host' else (1, 7)
+    errors = check_tree(main, parse_toml(read(main)), version)
+    assert len(errors) == 2
+    assert errors[0].startswith('%s defines plugins."%s", which on containerd %d.%d replaces the whole table of the '
+                                'main config %s: containerd.snapshotter would be lost.' % ((first, CRI) + version + (main,)))
+    assert errors[1].startswith('%s: plugins."cri" is not a full plugin id' % str(tmp_path / '20-last.toml'))
 
 
 # ------------------------------------------------------------------ the validate option
