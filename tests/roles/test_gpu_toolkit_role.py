@@ -2,7 +2,8 @@
 """gpu_toolkit through ansible-playbook (local connection) on a real config
 judged by the real containerd binaries.
 
-The role reads the ledgers with containerd_info, and its modules take path,
+The role makes one containerd_config call (exclusive: it reads the owner's
+ledger records itself; the baseline taken first), and its modules take path,
 state_dir, lock_timeout, backup and owner from the module_defaults of the
 block in tasks/main.yml: they must reach the tasks of the files it includes
 (present.yml, absent.yml, rescue.yml) and config_snapshot's, and win over a
@@ -76,9 +77,7 @@ def run_role(workdir, path, role_vars, extra_play_vars=None, containerd_dir=None
         text = text.replace('    gpu_toolkit_flush: false\n', '    gpu_toolkit_flush: false\n' + ''.join(
             '    %s: %s\n' % (k, json.dumps(v)) for k, v in extra_play_vars.items()))
     text += role_tasks('gpu_toolkit', role_vars, out, "'added': __gpu_toolkit_added | default({}), "
-                       "'removed': __gpu_toolkit_removed | default({}), "
-                       "'released': __gpu_toolkit_released | default({}), "
-                       "'info': __gpu_toolkit_info | default({})")
+                       "'removed': __gpu_toolkit_removed | default({})")
     proc = run_playbook(workdir, text, containerd_dir)
     tasks, _sep, handlers = proc.stdout.partition('\nRUNNING HANDLER [')
     # an include_tasks handler says "included" when it runs, "skipping" when its condition is false
@@ -118,8 +117,9 @@ def test_install_rerun_uninstall_rerun_through_the_group_defaults(workdir, confi
     ctd17 = os.path.dirname(CONTAINERD_17)
     changed, res, _out, restarted = run_role(workdir, path, role, containerd_dir=ctd17)
     assert not res['failure'], res['failure']
-    # the baseline; the runtimes (nvidia, runc's BinaryName) and the CDI settings in one call; the restart handler
-    assert (changed, restarted) == (2, True)
+    # one call: the baseline first, the runtimes (nvidia, runc's BinaryName) and the CDI settings; the restart handler
+    assert (changed, restarted) == (1, True)
+    assert res['added']['baseline']['taken'] is True and res['added']['baseline']['name'] == 'default'
     data = cri(path)
     runtimes = data['containerd']['runtimes']
     assert runtimes['nvidia']['options']['BinaryName'] == binary
@@ -135,19 +135,20 @@ def test_install_rerun_uninstall_rerun_through_the_group_defaults(workdir, confi
         'runtime:nvidia', 'runtime:runc', 'setting:plugins."io.containerd.grpc.v1.cri".cdi_spec_dirs',
         'setting:plugins."io.containerd.grpc.v1.cri".enable_cdi']
     assert os.path.isdir(os.path.join(workdir, 'baselines', 'default'))
-    # containerd_info read the role's config; containerd from PATH, not the play's group entry
-    assert res['info']['config']['path'] == path and res['info']['containerd']['bin'] == CONTAINERD_17
+    # the call wrote the role's config (containerd from PATH, 1.7, which knows enable_cdi: not the play's group entry)
+    assert res['added']['file'] == path
     assert_untouched_decoy(workdir)
     assert_containerd_accepts(path, CONTAINERD_17)
 
-    assert 'config_snapshot : Take the containerd config baseline (once)' in _out
+    # no config_snapshot call: the edit took the baseline itself
+    assert 'config_snapshot : Take the containerd config baseline (once)' not in _out
     changed, res, out, restarted = run_role(workdir, path, role, containerd_dir=ctd17)
     assert (changed, res['failure'], restarted) == (0, '', False)
-    # the baseline exists (containerd_info saw its manifest): no config_snapshot call at all
-    assert 'config_snapshot : Take the containerd config baseline (once)' not in out
-    # the second run read what the first recorded
-    owned = res['info']['ledgers'][0]['records_by_owner']['gpu_toolkit']
-    assert 'runtime:nvidia' in [r['resource'] for r in owned]
+    # the baseline exists: left alone; the second run read what the first recorded and released nothing
+    assert res['added']['baseline']['taken'] is False
+    assert res['added']['released']['runtimes'] == [] and res['added']['released']['settings'] == []
+    assert 'config_snapshot' not in out
+    assert 'runtime:nvidia' in [r['resource'] for r in records(workdir, path)]
 
     # absent: whatever gpu_toolkit_runtimes says now, the ledger's records go
     changed, res, _out, restarted = run_role(workdir, path, dict(gpu_toolkit_state='absent',
@@ -183,8 +184,8 @@ def test_cdi_turned_off_puts_back_both_keys_in_one_call(workdir, config):
     changed, res, _out, _restarted = run_role(workdir, path, dict(role, gpu_toolkit_enable_cdi=False),
                                               containerd_dir=ctd17)
     assert not res['failure'], res['failure']
-    assert 'settings' not in res['added'] and [r['key'] for r in res['released']['settings']] == [
-        'cri.enable_cdi', 'cri.cdi_spec_dirs']
+    assert sorted(res['added']['released']['settings']) == [
+        'plugins."io.containerd.grpc.v1.cri".cdi_spec_dirs', 'plugins."io.containerd.grpc.v1.cri".enable_cdi']
     assert cri(path)['enable_cdi'] is False and 'cdi_spec_dirs' not in cri(path)
     assert 'nvidia' in cri(path)['containerd']['runtimes']
     assert [r['resource'] for r in records(workdir, path)] == ['runtime:nvidia']
@@ -193,16 +194,16 @@ def test_cdi_turned_off_puts_back_both_keys_in_one_call(workdir, config):
     role['gpu_toolkit_cdi_spec_dirs'] = []
     changed, res, _out, _restarted = run_role(workdir, path, role, containerd_dir=ctd17)
     assert not res['failure'], res['failure']
-    assert [r['key'] for r in res['released']['settings']] == ['cri.cdi_spec_dirs']
+    assert res['added']['released']['settings'] == ['plugins."io.containerd.grpc.v1.cri".cdi_spec_dirs']
     assert cri(path)['enable_cdi'] is True and 'cdi_spec_dirs' not in cri(path)
-    # the same again: cdi_spec_dirs is no longer this role's, so there is nothing to put back and no call
+    # the same again: cdi_spec_dirs is no longer this role's, so there is nothing to put back and no write
     changed, res, _out, restarted = run_role(workdir, path, role, containerd_dir=ctd17)
-    assert (changed, restarted, res['released'].get('skipped')) == (0, False, True), res['released']
+    assert (changed, restarted, res['added']['released']['settings']) == (0, False, []), res['added']['released']
     # CDI off: only enable_cdi is still this role's to put back
     role['gpu_toolkit_enable_cdi'] = False
     changed, res, _out, _restarted = run_role(workdir, path, role, containerd_dir=ctd17)
     assert not res['failure'], res['failure']
-    assert [r['key'] for r in res['released']['settings']] == ['cri.enable_cdi']
+    assert res['added']['released']['settings'] == ['plugins."io.containerd.grpc.v1.cri".enable_cdi']
     assert cri(path)['enable_cdi'] is False and [r['resource'] for r in records(workdir, path)] == ['runtime:nvidia']
     run_role(workdir, path, dict(gpu_toolkit_state='absent'), containerd_dir=ctd17)
     assert read(path) == original
@@ -218,7 +219,7 @@ def test_a_runtime_no_longer_listed_is_removed_on_the_next_install(workdir, conf
     changed, res, out, restarted = run_role(workdir, path, dict(gpu_toolkit_runtimes=['nvidia']))
     assert not res['failure'], res['failure']
     assert (changed, restarted) == (1, True) and 'nvidia-cdi' not in cri(path)['containerd']['runtimes']
-    assert [r['name'] for r in res['released']['runtimes']] == ['nvidia-cdi'], res['released']
+    assert res['added']['released']['runtimes'] == ['nvidia-cdi'], res['added']['released']
     assert 'nvidia' in cri(path)['containerd']['runtimes']
     assert [r['resource'] for r in records(workdir, path)] == ['runtime:nvidia']
 
@@ -232,7 +233,12 @@ def test_a_missing_or_not_executable_binary_is_refused_before_any_change(workdir
         dict(name='nvidia', binary=missing), dict(name='nvidia-plain', binary=plain),
         dict(name='nvidia-dir', binary=os.path.dirname(plain))]))
     msg = res['failure']
-    assert 'runtime binary missing or not executable: %s, %s, %s.' % (missing, plain, os.path.dirname(plain)) in msg
+    # containerd_config's check_binaries names each key, path and why, before anything is written
+    assert 'runtimes[0].options.BinaryName %s does not exist' % missing in msg, msg
+    assert 'runtimes[1].options.BinaryName %s is not executable (mode 0644)' % plain in msg, msg
+    assert 'runtimes[2].options.BinaryName %s is not a regular file' % os.path.dirname(plain) in msg, msg
+    # and the role says which of its variables fix it
+    assert 'set gpu_toolkit_check_binary: false' in msg and 'gpu_toolkit_runtime_binary' in msg, msg
     assert 'gpu_toolkit present failed on localhost' in msg
     assert 'was not changed by this run; nothing rolled back' in msg
     assert read(path) == original and not restarted
@@ -255,7 +261,9 @@ def test_a_cdi_key_containerd_does_not_know_refuses_the_whole_set_before_any_cha
     assert 'gpu_toolkit present failed on localhost' in msg, msg
     assert 'enable_cdi = True in %s has no effect' % path in msg, msg
     assert '%s was not changed by this run; nothing rolled back.' % path in msg, msg
-    assert (changed, restarted) == (1, False)  # the baseline taken first; no config change, no restart
+    # the baseline was taken first, inside the call that then failed: no task changed, no restart
+    assert (changed, restarted) == (0, False)
+    assert os.path.isdir(os.path.join(workdir, 'baselines', 'default'))
     assert read(path) == original
     assert records(workdir, path) == []
     assert_untouched_decoy(workdir)
@@ -272,7 +280,7 @@ def test_the_handler_leaves_the_restart_to_the_playbook_when_told(workdir, confi
     changed, res, out, restarted = run_role(workdir, path, dict(gpu_toolkit_state='present'),
                                             extra_play_vars={'gpu_toolkit_restart_handler': False})
     assert not res['failure'], res['failure']
-    assert (changed, restarted) == (2, False), out[-3000:]
+    assert (changed, restarted) == (1, False), out[-3000:]
     assert 'nvidia' in cri(path)['containerd']['runtimes']
     assert re.search(r'RUNNING HANDLER \[nodeguard\.containerd\.gpu_toolkit : Restart containerd once[^\n]*\n'
                      r'skipping: \[localhost\]', out), out[-3000:]

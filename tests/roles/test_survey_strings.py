@@ -121,7 +121,7 @@ def test_each_survey_form_gives_the_modules_the_same_list(tmp_path, form):
     checks = [c['name'] for c in readiness['readiness']['checks']]
     assert [c for c in checks if c.startswith('handler:')] == ['handler:runc', 'handler:nvidia']
 
-    added = results['Add the GPU runtimes (each a copy of the default runtime) and the CDI settings']
+    added = results['Add the GPU runtimes (each a copy of the default runtime) and the CDI settings, drop those no longer asked for']
     assert [r['name'] for r in added['invocation']['module_args']['runtimes']] == RUNTIMES
     runtimes = tomlkit.parse((node / 'config.toml').read_text()).unwrap()[
         'plugins']['io.containerd.grpc.v1.cri']['containerd']['runtimes']
@@ -139,7 +139,7 @@ def test_a_json_list_string_may_carry_mappings(tmp_path):
     results = run_job(tmp_path, {'test_dir': str(node), 'node_readiness_expected_handlers': 'runc',
                                  'gpu_toolkit_runtimes': json.dumps([{'name': 'nvidia', 'probe': False}]),
                                  'coco_runtime_classes': json.dumps([{'name': 'kata-fc', 'shim': 'fc'}])})
-    added = results['Add the GPU runtimes (each a copy of the default runtime) and the CDI settings']
+    added = results['Add the GPU runtimes (each a copy of the default runtime) and the CDI settings, drop those no longer asked for']
     assert [r['name'] for r in added['invocation']['module_args']['runtimes']] == ['nvidia']
     facts = next(r for t, r in results.items() if t.startswith("Work out where coco's edits go"))['ansible_facts']
     assert facts['__coco_runtimes'][0]['runtime_type'] == 'io.containerd.kata-fc.v2'

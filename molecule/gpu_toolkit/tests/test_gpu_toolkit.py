@@ -159,7 +159,8 @@ def test_uninstall_removed_the_package_it_installed(node):
 
 def test_failed_install_was_refused_or_rolled_back(node):
     ev = evidence(node, "rescue")
-    assert "runtime binary missing or not executable" in ev["refusal_message"]
+    assert "BinaryName /usr/local/bin/ng-no-such-runtime does not exist" in ev["refusal_message"]
+    assert "set gpu_toolkit_check_binary: false" in ev["refusal_message"]
     assert "was not changed by this run; nothing rolled back" in ev["refusal_message"]
     assert "probe:nvidia-broken" in ev["message"]
     assert "Rolled back" in ev["message"] and "node ready again" in ev["message"]
