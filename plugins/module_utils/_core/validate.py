@@ -396,8 +396,13 @@ def _full_id(name):
     return FULL_PLUGIN_IDS.get(name, 'io.containerd.<type>.<version>.%s' % name)
 
 
-def _is_full_id(name):
-    # containerd's own test: io.containerd.<type>.<version> and a name, four dotted parts at least
+def _is_full_id(name, containerd_ver):
+    """Whether containerd takes name as a plugin id (measured with config dump): 2.x any id with a dot in it;
+    1.7 io.containerd.<type>.<version> and more; 1.6 (and an unknown 1.x) four dotted parts at least."""
+    if reads_v3(containerd_ver):
+        return '.' in name
+    if containerd_ver is not None and tuple(containerd_ver[:2]) >= (1, 7) and not name.startswith('io.containerd.'):
+        return False
     return len(name.split('.')) >= 4
 
 
@@ -409,7 +414,8 @@ def short_plugin_ids(path, data, is_main, containerd_ver):
     file's) and as version 1 on 2.x; an import that says version = 1 may
     use short ids everywhere. disabled_plugins and required_plugins need
     full ids on every containerd; plugins.<id> only on 1.x (2.x keeps an
-    unknown id as a table of its own).
+    unknown id as a table of its own). What makes an id full depends on the
+    binary (_is_full_id).
     """
     version = data.get('version')
     if version is None and not is_main:
@@ -421,14 +427,14 @@ def short_plugin_ids(path, data, is_main, containerd_ver):
     for key, word in (('disabled_plugins', 'disabled'), ('required_plugins', 'required')):
         value = data.get(key)
         for name in (value if isinstance(value, list) else []):
-            if isinstance(name, str) and not _is_full_id(name):
+            if isinstance(name, str) and not _is_full_id(name, containerd_ver):
                 errors.append('%s: %s names "%s", not a full plugin id: containerd %s refuses the whole config '
                               '("invalid %s plugin URI"). Fix: name it in full, "%s" %s'
                               % (path, key, name, node, word, _full_id(name), ID_FIX))
     if not reads_v3(containerd_ver):
         plugins = data.get('plugins')
         for name in (plugins if isinstance(plugins, dict) else {}):
-            if not _is_full_id(name):
+            if not _is_full_id(name, containerd_ver):
                 errors.append('%s: plugins."%s" is not a full plugin id: containerd %s refuses the whole config '
                               '("invalid plugin key URI") of a file it reads as version 2. Fix: write '
                               'plugins."%s" %s' % (path, name, node, _full_id(name), ID_FIX))

@@ -6,7 +6,8 @@ the key and the fix.
 Measured: 1.x wants every plugins.<id> of a file it reads as version 2 (the main file, an import without a
 version or with version 2) in full (io.containerd.<type>.<version>, "invalid plugin key URI"); an import that
 says version = 1 may use short ids. 2.x keeps an unknown short id as a table of its own. disabled_plugins and
-required_plugins entries must be full ids on every containerd ("invalid disabled plugin URI").
+required_plugins entries are checked on every containerd ("invalid disabled plugin URI"), and what a full id
+is differs: 1.6 takes any four dotted parts, 1.7 only io.containerd.<type>.<version>..., 2.x any id with a dot.
 """
 
 import os
@@ -141,3 +142,36 @@ def test_three_dotted_parts_are_refused_on_1x_as_the_binary_refuses_them(tmp_pat
     assert dump_refuses(binary, main_path)
     (error,) = id_errors(check_tree(main_path, parse_toml(text), version))
     assert error.startswith('%s: disabled_plugins names "io.containerd.nydus", not a full plugin id' % main_path)
+
+
+DOTTED_CASES = [
+    # (name, main file): ids that are full to one binary and not to another
+    ('disabled-two-parts', 'disabled_plugins = ["a.b"]\n'),
+    ('disabled-three-parts', 'disabled_plugins = ["io.containerd.x"]\n'),
+    ('disabled-four-parts-foreign', 'disabled_plugins = ["foo.bar.baz.qux"]\n'),
+    ('required-four-parts-foreign', 'required_plugins = ["foo.bar.baz.qux"]\n'),
+    ('plugins-four-parts-foreign', '[plugins."foo.bar.baz.qux"]\n  x = 1\n'),
+    ('plugins-three-parts', '[plugins."io.containerd.x"]\n  x = 1\n'),
+]
+
+
+@pytest.mark.parametrize('name, body', DOTTED_CASES, ids=[c[0] for c in DOTTED_CASES])
+@pytest.mark.parametrize('version', sorted(BINARIES), ids=lambda v: '%d.%d' % v)
+def test_what_a_full_plugin_id_is_follows_each_binary(tmp_path, name, body, version):
+    """2.x takes a.b in disabled_plugins, 1.7 refuses foo.bar.baz.qux that 1.6 takes: the check says what
+    the node's own binary says, neither refusing a config it runs nor passing one it refuses."""
+    binary = BINARIES[version]
+    if binary is None:
+        pytest.fail('no containerd %d.%d binary: run `make deps`' % version)
+    text = 'version = %d\n%s' % (3 if version >= (2, 0) else 2, body)
+    main_path = os.path.join(str(tmp_path), 'config.toml')
+    with open(main_path, 'w') as f:
+        f.write(text)
+    dump = subprocess.run([binary, '--config', main_path, 'config', 'dump'], capture_output=True, text=True,
+                          check=False)
+    refused = dump.returncode != 0 and 'URI' in dump.stderr
+    assert refused or dump.returncode == 0, dump.stderr
+    errors = id_errors(check_tree(main_path, parse_toml(text), version))
+    assert bool(errors) == refused, (name, errors, dump.stderr)
+    for error in errors:
+        assert error.startswith(main_path) and 'refuses the whole config' in error and 'Fix: ' in error
