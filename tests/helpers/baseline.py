@@ -1,12 +1,14 @@
 # -*- coding: utf-8 -*-
 """containerd_baseline run in this process (ansible's patch_module_args), for the fast tests of
-_baseline_states (tests/unit/plugins/module_utils/_baseline/test_states_*.py).
+_baseline_states (tests/unit/plugins/module_utils/_baseline/test_states_*.py), and a locked store for the
+tests of the store itself.
 
 The module runs as Ansible runs it, on real files under tmp_path; only the
 interpreter is shared, so a run takes milliseconds (validate: none) or the
 time of the real containerd's config dump (validate: auto).
 """
 
+import contextlib
 import json
 import os
 
@@ -101,13 +103,21 @@ def stub_containerd(folder, version_out='containerd github.com/containerd/contai
 def hand_made_baseline(node, raw, name='default'):
     """A baseline of node.path holding raw, written straight into the store (a snapshot never stores a
     copy that is no config: this stands in for a store written by another tool or an older nodeguard)."""
-    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import Attrs, Store, TreeFile, utc_now
-    store = Store(node.store, name)
-    store.lock(5)
-    try:
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import Attrs, TreeFile, utc_now
+    with locked_store(node.store, name) as store:
         _now, stamp = utc_now()
         return store.write(dict(format=1, name=name, config=node.path, include_imports=True, ledger=None,
                                 config_missing=False),
                            [TreeFile(node.path, raw, Attrs(0o644, 0, 0), 'config')], None, stamp)
+
+
+@contextlib.contextmanager
+def locked_store(root, name='default'):
+    """The baseline store of name under root, locked for the with block as a module call holds it."""
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import Store
+    store = Store(str(root), name)
+    store.lock(5)
+    try:
+        yield store
     finally:
         store.unlock()

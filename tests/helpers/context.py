@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""One stand-in for the engine's Context, and the document and ledger an edit is called with.
+"""One stand-in for the engine's Context, and the document and ledger an edit is called with (or a ledger
+saved on disk, as an earlier call left it).
 
 An edit callback, a fact reader or a readiness check asks the Context only for
 a few things: the config's path and the owner, the containerd binary and its
@@ -15,6 +16,17 @@ from types import SimpleNamespace
 CRI_V2_PATH = ('plugins', 'io.containerd.grpc.v1.cri')
 RUNTIMES_V2_PATH = CRI_V2_PATH + ('containerd', 'runtimes')
 RUNTIMES_V2_DOTTED = 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes'
+
+# what owner gpu's nvidia install leaves in a version 2 ledger: runc's BinaryName set to nvidia's runtime, the
+# nvidia table, and nvidia as the default runtime (runc before it)
+GPU_NVIDIA_V2_RECORDS = [
+    {'owner': 'gpu', 'resource': 'runtime:runc', 'kind': 'key',
+     'path': list(RUNTIMES_V2_PATH) + ['runc', 'options', 'BinaryName'],
+     'prior': None, 'value': '"/usr/bin/nvidia-container-runtime"'},
+    {'owner': 'gpu', 'resource': 'runtime:nvidia', 'kind': 'table', 'path': list(RUNTIMES_V2_PATH) + ['nvidia']},
+    {'owner': 'gpu', 'resource': 'runtime:nvidia', 'kind': 'key',
+     'path': list(CRI_V2_PATH) + ['containerd', 'default_runtime_name'], 'prior': '"runc"', 'value': '"nvidia"'},
+]
 
 _UNSET = object()
 
@@ -65,3 +77,19 @@ def doc_and_ledger(tmp_path, text):
     from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
     path = os.path.join(str(tmp_path), 'config.toml')
     return ConfigDocument(path, text), Ledger(str(tmp_path / 'state'), path)
+
+
+def saved_ledger(tmp_path, records):
+    """tmp_path/config.toml (version = 2) and a ledger under tmp_path/state holding records, saved as a call that
+    wrote that file leaves it: (path, state_dir)."""
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import read_bytes, sha256_bytes
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
+    path = os.path.join(str(tmp_path), 'config.toml')
+    with open(path, 'w') as f:
+        f.write('version = 2\n')
+    state_dir = str(tmp_path / 'state')
+    ledger = Ledger(state_dir, path)
+    for rec in records:
+        ledger.add(rec)
+    ledger.save(sha256_bytes(read_bytes(path)))
+    return path, state_dir

@@ -49,6 +49,11 @@ def stop_containerd(proc, ctr, base, log):
         proc.kill()
         proc.wait()
     log.close()
+    unmount_below(base)
+
+
+def unmount_below(base):
+    """Lazily unmount what a containerd left mounted under base (its root, state and probe tasks), deepest first."""
     with open("/proc/self/mounts") as fh:
         mounts = [line.split()[1] for line in fh if line.split()[1].startswith(str(base))]
     for mnt in sorted(mounts, reverse=True):

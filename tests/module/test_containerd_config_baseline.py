@@ -24,6 +24,14 @@ def install(run_module, path, binary, store, runtimes=(NVIDIA,), **extra):
                       baseline=dict(name='default', store=store), lock_timeout=3, **extra)
 
 
+def fresh_tree(config, workdir, which, text):
+    """The containerd binary of which, the config written from text (a fixture's name or the text) and its bytes,
+    and a store that is not there yet."""
+    binary = binary_of(which)
+    path = config(text)
+    return binary, path, read(path, 'rb'), os.path.join(workdir, 'baselines')
+
+
 def snapshot_files(snapshot):
     """Every file of a snapshot folder (relative path -> bytes), manifest.json as JSON without what differs
     between two snapshots of the same tree (the time, the id, the load test's duration)."""
@@ -40,10 +48,7 @@ def snapshot_files(snapshot):
 
 
 def test_the_baseline_is_taken_before_the_first_write_then_left_alone(run_module, config, workdir):
-    binary = binary_of('1.7')
-    path = config('v2_kubeadm.toml')
-    original = read(path, 'rb')
-    store = os.path.join(workdir, 'baselines')
+    binary, path, original, store = fresh_tree(config, workdir, '1.7', 'v2_kubeadm.toml')
     first = install(run_module, path, binary, store)
     assert first['changed'] and read(path, 'rb') != original
     base = first['baseline']
@@ -62,10 +67,7 @@ def test_the_baseline_is_taken_before_the_first_write_then_left_alone(run_module
 
 
 def test_check_mode_takes_no_baseline_and_says_it_would(run_module, config, workdir):
-    binary = binary_of('host')
-    path = config('v2_debian_stock.toml')
-    original = read(path, 'rb')
-    store = os.path.join(workdir, 'baselines')
+    binary, path, original, store = fresh_tree(config, workdir, 'host', 'v2_debian_stock.toml')
     preview = install(run_module, path, binary, store, check=True)
     assert preview['changed'] and preview['baseline']['taken'] is True and preview['baseline']['snapshot'] is None
     assert not os.path.exists(store) and read(path, 'rb') == original
@@ -78,10 +80,8 @@ def test_check_mode_takes_no_baseline_and_says_it_would(run_module, config, work
 
 def test_a_refused_tree_takes_no_baseline_and_writes_nothing(run_module, config, workdir):
     """A config containerd will not load: containerd_baseline's own refusal, and nothing of the call written."""
-    binary = binary_of('host')
-    path = config('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "crun"\n')
-    original = read(path, 'rb')
-    store = os.path.join(workdir, 'baselines')
+    binary, path, original, store = fresh_tree(
+        config, workdir, 'host', 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "crun"\n')
     res = install(run_module, path, binary, store, expect_fail=True)
     assert res['msg'].startswith('baseline default: containerd would not load') and 'Nothing was written' in res['msg']
     assert res['key'] == 'baseline' and read(path, 'rb') == original

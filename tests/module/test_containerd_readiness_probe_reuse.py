@@ -26,84 +26,12 @@ import time
 import pytest
 
 from helpers.common import CONTAINERD_1, CONTAINERD_2
+from helpers.readiness import StandinUnit, standin_units
 from helpers.standins import MAKE_PROBE, PROBE_IMAGE, sh
 
 MODULE = 'containerd_readiness'
 CRI = 'plugins."io.containerd.grpc.v1.cri"'
 HANDLERS = ['runc', 'logged']
-
-# systemctl as systemd answers for one unit, the unit a real containerd (unit.json says which and how)
-SYSTEMCTL = r'''#!%(python)s
-import json, os, signal, socket, subprocess, sys, time
-HERE = os.path.dirname(os.path.abspath(__file__))
-STATE = os.path.join(HERE, 'unit.json')
-with open(STATE) as f:
-    unit = json.load(f)
-with open(os.path.join(HERE, 'calls.log'), 'a') as f:
-    f.write(' '.join(sys.argv[1:]) + '\n')
-
-def save():
-    with open(STATE + '.tmp', 'w') as f:
-        json.dump(unit, f)
-    os.rename(STATE + '.tmp', STATE)
-
-def mono():
-    return int(time.monotonic() * 1e6)
-
-def alive():
-    try:
-        with open('/proc/%%d/stat' %% unit['pid']) as f:
-            return f.read().split(') ')[1][0] not in 'ZX'
-    except (KeyError, TypeError, OSError):
-        return False
-
-def stop():
-    if alive():
-        os.kill(unit['pid'], signal.SIGTERM)
-        for _ in range(400):
-            if not alive():
-                break
-            time.sleep(0.05)
-        unit['exit'] = mono()
-
-def start():
-    log = open(os.path.join(HERE, 'containerd.log'), 'a')
-    proc = subprocess.Popen([unit['binary'], '--config', unit['config']], stdout=log, stderr=log,
-                            start_new_session=True, env=dict(os.environ, PATH=unit['path']))
-    unit.update(pid=proc.pid, start=mono(), restarts=unit.get('restarts', 0) + 1)
-    while proc.poll() is None:
-        s = socket.socket(socket.AF_UNIX)
-        try:
-            s.connect(unit['address'])
-            break
-        except OSError:
-            time.sleep(0.05)
-        finally:
-            s.close()
-    unit['active'] = mono()
-    save()
-    sys.exit(0 if proc.poll() is None else 1)
-
-cmd = sys.argv[1]
-if cmd == 'show':
-    up = alive()
-    props = dict(ActiveState='active' if up else 'inactive', SubState='running' if up else 'dead',
-                 Result='success', LoadState='loaded', NRestarts=unit.get('restarts', 0),
-                 MainPID=unit['pid'] if up else 0, ExecMainStartTimestampMonotonic=unit['start'] if up else 0,
-                 ActiveEnterTimestampMonotonic=unit.get('active', 0), ActiveExitTimestampMonotonic=unit.get('exit', 0))
-    wanted = [w for a in sys.argv if a.startswith('--property=') for w in a.split('=', 1)[1].split(',')]
-    for key in wanted or sorted(props):
-        print(props.get(key, '') if '--value' in sys.argv else '%%s=%%s' %% (key, props.get(key, '')))
-elif cmd == 'restart':
-    stop()
-    start()
-elif cmd == 'start':
-    if not alive():
-        start()
-elif cmd == 'stop':
-    stop()
-    save()
-'''
 
 # the logged handler's BinaryName: each call logged, then the copy of runc beside it; a flag file makes create fail
 RUNC_WRAPPER = '''#!/bin/sh
@@ -115,35 +43,24 @@ exec %(runc)s "$@"
 '''
 
 
-class Node(object):
+class Node(StandinUnit):
     """The stand-in unit, its config, the logged handler's files and the module's arguments."""
 
-    def __init__(self, base, image_tar, binary=CONTAINERD_1):
-        self.base = base
-        self.binary = binary
-        self.bin_dir = os.path.join(base, 'bin')
-        self.handler_dir = os.path.join(base, 'handler')
-        for folder in (self.bin_dir, self.handler_dir):
-            os.makedirs(folder)
-        self.address = os.path.join(base, 'containerd.sock')
-        self.state_dir = os.path.join(base, 'state-dir')
+    def __init__(self, base, binary, image_tar):
         self.config = os.path.join(base, 'config.toml')
+        # this version's shims first, as its package installs them beside containerd
+        super().__init__(base, binary, self.config, path=os.path.dirname(binary) + os.pathsep + os.environ['PATH'])
+        self.handler_dir = os.path.join(base, 'handler')
+        os.makedirs(self.handler_dir)
         self.runc_log = os.path.join(base, 'logged-runc.log')
         self.fail_flag = os.path.join(base, 'logged-fails')
         self.runc_copy = os.path.join(self.handler_dir, 'runc-real')
         shutil.copy2(shutil.which('runc'), self.runc_copy)
         self.wrapper = os.path.join(self.handler_dir, 'runc-logged')
         self.write_wrapper()
-        with open(os.path.join(self.bin_dir, 'systemctl'), 'w') as f:
-            f.write(SYSTEMCTL % dict(python=sys.executable))
-        os.chmod(os.path.join(self.bin_dir, 'systemctl'), 0o755)
         self.write_config()
         self.ctr = [os.path.join(os.path.dirname(binary), 'ctr'), '--address', self.address]
-        # this version's shims first, as its package installs them beside containerd
-        daemon_path = os.path.dirname(binary) + os.pathsep + os.environ['PATH']
-        with open(os.path.join(self.bin_dir, 'unit.json'), 'w') as f:
-            json.dump(dict(binary=binary, config=self.config, address=self.address, path=daemon_path), f)
-        res = self.ctl('start')
+        res = self.ctl('start', 'containerd')
         assert res.returncode == 0, res.stderr + self.daemon_log()
         res = sh(self.ctr + ['-n', 'k8s.io', 'images', 'import', image_tar])
         assert res.returncode == 0, res.stderr
@@ -163,23 +80,6 @@ class Node(object):
                     '[{cri}.containerd.runtimes.logged.options]\n  BinaryName = "{w}"\n{x}'
                     .format(b=self.base, a=self.address, cri=CRI, w=self.wrapper, x=extra))
 
-    @property
-    def env(self):
-        return dict(PATH=self.bin_dir + os.pathsep + os.environ['PATH'])
-
-    def ctl(self, *args):
-        return subprocess.run([os.path.join(self.bin_dir, 'systemctl')] + list(args) + ['containerd'],
-                              capture_output=True, text=True, timeout=120, env=dict(os.environ, **self.env),
-                              check=False)
-
-    def unit(self):
-        with open(os.path.join(self.bin_dir, 'unit.json')) as f:
-            return json.load(f)
-
-    def daemon_log(self):
-        path = os.path.join(self.bin_dir, 'containerd.log')
-        return open(path).read()[-3000:] if os.path.exists(path) else ''
-
     def runc_calls(self):
         """The logged handler's runc calls so far (create, start, delete ... of each probe through it)."""
         return open(self.runc_log).read().splitlines() if os.path.exists(self.runc_log) else []
@@ -195,12 +95,7 @@ class Node(object):
     def stop(self):
         for task in sh(self.ctr + ['-n', 'k8s.io', 'tasks', 'ls', '-q']).stdout.split():
             sh(self.ctr + ['-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', task])
-        self.ctl('stop')
-        with open('/proc/self/mounts') as fh:
-            mounts = [line.split()[1] for line in fh if line.split()[1].startswith(self.base)]
-        for mnt in sorted(mounts, reverse=True):
-            sh(['umount', '-l', mnt])
-        shutil.rmtree(self.base, ignore_errors=True)
+        super().stop()
 
 
 @pytest.fixture(scope='module')
@@ -217,18 +112,8 @@ def image_tar(tmp_path_factory):
 
 @pytest.fixture
 def make_node(image_tar):
-    made = []
-
-    def make(binary=CONTAINERD_1):
-        if binary is None:
-            pytest.fail('no containerd binary: run `make deps`', pytrace=False)
-        # the socket path must be short: under /run, as the other daemon tests
-        base = tempfile.mkdtemp(prefix='ng-reuse-', dir='/run' if os.access('/run', os.W_OK) else None)
-        made.append(Node(base, image_tar, binary))
-        return made[-1]
-    yield make
-    for n in made:
-        n.stop()
+    with standin_units('ng-reuse-', lambda base, binary: Node(base, binary, image_tar)) as make:
+        yield make
 
 
 @pytest.fixture
@@ -354,9 +239,9 @@ def change_config(n):
 
 
 def restart_containerd(n):
-    pid = n.unit()['pid']
-    res = n.ctl('restart')
-    assert res.returncode == 0 and n.unit()['pid'] != pid, res.stderr + n.daemon_log()
+    pid = n.info()['pid']
+    res = n.ctl('restart', 'containerd')
+    assert res.returncode == 0 and n.info()['pid'] != pid, res.stderr + n.daemon_log()
 
 
 def touch_handler_binary(n):
@@ -467,14 +352,14 @@ def test_restart_check_reuses_on_a_no_op_re_run_and_probes_after_its_restart(run
     stamps = node.stamps()
     report = check(run_module, node, **args)
     assert_reused(report, HANDLERS, stamps)
-    assert report['events'] == [] and node.unit()['restarts'] == 1
+    assert report['events'] == [] and node.info()['restarts'] == 1
     # a change of the config: the restart step restarts containerd, the checks probe the new one
     change_config(node)
     later = time.time() + 2
     os.utime(node.config, (later, later))
     runc_calls = len(node.runc_calls())
     report = check(run_module, node, **args)
-    assert report['ok'] and node.unit()['restarts'] == 2, node.unit()
+    assert report['ok'] and node.info()['restarts'] == 2, node.info()
     # ctr events ends with the containerd it listened to: the logged runtime's calls say its probe ran
     assert_probed(report, HANDLERS, events=False,
                   why=r'changed since the probe passed: the effective config, the containerd process \(restarted\)')
@@ -482,4 +367,4 @@ def test_restart_check_reuses_on_a_no_op_re_run_and_probes_after_its_restart(run
     stamps = node.stamps()
     report = check(run_module, node, **args)
     assert_reused(report, HANDLERS, stamps)
-    assert report['events'] == [] and node.unit()['restarts'] == 2
+    assert report['events'] == [] and node.info()['restarts'] == 2

@@ -15,17 +15,15 @@ the fingerprint leaves it out.
 
 import hashlib
 import itertools
-import json
 import os
 import re
 import subprocess
-import sys
-import tempfile
 import time
 
 import pytest
 
 from helpers.common import CONTAINERD_1, CONTAINERD_2, FIXTURES
+from helpers.readiness import StandinUnit, standin_units
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.restart import (
     dump_fingerprint,
@@ -36,140 +34,15 @@ CRI = 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes'
 CRI_V3 = 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes'
 MODULE = 'containerd_readiness'
 
-# systemctl as systemd answers for one unit; the unit is a real containerd (unit.json says which)
-SYSTEMCTL = r'''#!%(python)s
-import json, os, signal, socket, subprocess, sys, time
-HERE = os.path.dirname(os.path.abspath(__file__))
-STATE = os.path.join(HERE, 'unit.json')
-with open(STATE) as f:
-    unit = json.load(f)
-with open(os.path.join(HERE, 'calls.log'), 'a') as f:
-    f.write(' '.join(sys.argv[1:]) + '\n')
 
-def save():
-    with open(STATE + '.tmp', 'w') as f:
-        json.dump(unit, f)
-    os.rename(STATE + '.tmp', STATE)
-
-def mono():
-    return int(time.monotonic() * 1e6)
-
-def alive():
-    pid = unit.get('pid')
-    try:
-        with open('/proc/%%d/stat' %% pid) as f:
-            return f.read().split(') ')[1][0] not in 'ZX'
-    except (TypeError, OSError):
-        return False
-
-def stop():
-    if alive():
-        os.kill(unit['pid'], signal.SIGTERM)
-        for _ in range(200):
-            if not alive():
-                break
-            time.sleep(0.05)
-        unit['exit'] = mono()
-
-def start():
-    if os.path.exists(os.path.join(HERE, 'start-limit')):
-        unit['result'] = 'start-limit-hit'
-        save()
-        sys.stderr.write('Job for containerd.service failed: start-limit-hit\n')
-        sys.exit(1)
-    log = open(os.path.join(HERE, 'containerd.log'), 'a')
-    proc = subprocess.Popen([unit['binary'], '--config', unit['config']], stdout=log, stderr=log,
-                            start_new_session=True)
-    unit.update(pid=proc.pid, start=mono(), result='success', restarts=unit.get('restarts', 0) + 1)
-    deadline = time.time() + 30
-    while time.time() < deadline and proc.poll() is None:
-        s = socket.socket(socket.AF_UNIX)
-        try:
-            s.connect(unit['address'])
-            break
-        except OSError:
-            time.sleep(0.05)
-        finally:
-            s.close()
-    unit['active'] = mono()
-    save()
-    sys.exit(0 if proc.poll() is None else 1)
-
-cmd = sys.argv[1]
-if cmd == 'show':
-    if 'fixed' in unit:
-        sys.stdout.write(unit['fixed'])
-        sys.exit(0)
-    up = alive()
-    state = 'active' if up else ('failed' if unit.get('result') != 'success' or unit.get('pid') else 'inactive')
-    for key, value in (('ActiveState', state), ('SubState', 'running' if up else 'dead'),
-                       ('Result', unit.get('result', 'success')), ('LoadState', 'loaded'),
-                       ('NRestarts', unit.get('restarts', 0)),
-                       ('ExecMainStartTimestampMonotonic', unit.get('start', 0) if up else 0),
-                       ('ActiveEnterTimestampMonotonic', unit.get('active', 0)),
-                       ('ActiveExitTimestampMonotonic', unit.get('exit', 0))):
-        print('%%s=%%s' %% (key, value))
-elif cmd == 'restart':
-    stop()
-    start()
-elif cmd == 'start':
-    if not alive():
-        start()
-elif cmd == 'reset-failed':
-    if os.path.exists(os.path.join(HERE, 'start-limit')):
-        os.remove(os.path.join(HERE, 'start-limit'))
-    unit['result'] = 'success'
-    save()
-elif cmd == 'stop':
-    stop()
-    save()
-'''
-
-
-class Unit(object):
-    """The stand-in containerd unit: its folder is first in the module's PATH."""
-
-    def __init__(self, base, binary, config=None):
-        self.base = base
-        self.bin_dir = os.path.join(base, 'bin')
-        os.makedirs(self.bin_dir)
-        self.systemctl = os.path.join(self.bin_dir, 'systemctl')
-        with open(self.systemctl, 'w') as f:
-            f.write(SYSTEMCTL % dict(python=sys.executable))
-        os.chmod(self.systemctl, 0o755)
-        self.address = os.path.join(base, 'containerd.sock')
-        self.state_dir = os.path.join(base, 'state-dir')
-        self.unit = dict(binary=binary, config=config, address=self.address)
-        self._save()
-
-    def _save(self):
-        with open(os.path.join(self.bin_dir, 'unit.json'), 'w') as f:
-            json.dump(self.unit, f)
-
-    def info(self):
-        with open(os.path.join(self.bin_dir, 'unit.json')) as f:
-            return json.load(f)
-
-    @property
-    def env(self):
-        return dict(PATH=self.bin_dir + os.pathsep + os.environ['PATH'])
-
-    def ctl(self, *args):
-        return subprocess.run([self.systemctl] + list(args), capture_output=True, text=True, timeout=120,
-                              env=dict(os.environ, **self.env), check=False)
-
-    def calls(self, verb):
-        path = os.path.join(self.bin_dir, 'calls.log')
-        if not os.path.exists(path):
-            return 0
-        with open(path) as f:
-            return sum(1 for line in f if line.split()[:1] == [verb])
+class Unit(StandinUnit):
+    """The stand-in containerd unit; for the decision alone, systemd's view of it can be set by hand."""
 
     def started(self, epoch, active='active'):
         """For the decision only: systemd's view of a unit that started at epoch (no daemon)."""
         mono = int((time.monotonic() - (time.time() - epoch)) * 1e6)
         self.unit['fixed'] = 'ActiveState=%s\nExecMainStartTimestampMonotonic=%d\n' % (active, mono)
-        self._save()
+        self.save()
 
     def record(self, fingerprint):
         os.makedirs(self.state_dir, exist_ok=True)
@@ -179,21 +52,8 @@ class Unit(object):
 
 @pytest.fixture
 def unit(workdir):
-    made = []
-
-    def make(binary=CONTAINERD_1, config=None):
-        if binary is None:
-            pytest.fail('no containerd binary: run `make deps`')
-        # the socket path must be short: under /run, as the conftest daemons
-        base = tempfile.mkdtemp(prefix='ng-unit-', dir='/run' if os.access('/run', os.W_OK) else None)
-        made.append(Unit(base, binary, config))
-        return made[-1]
-    yield make
-    for u in made:
-        u.ctl('stop')
-        for sub in ('state', 'root'):
-            subprocess.run(['umount', '-R', os.path.join(u.base, sub)], capture_output=True, check=False)
-        subprocess.run(['rm', '-rf', u.base], check=False)
+    with standin_units('ng-unit-', Unit) as make:
+        yield make
 
 
 def pending(run_module, u, cfg, *extra, binary=CONTAINERD_1):
@@ -426,7 +286,7 @@ def daemon_config(u, folder, extra=''):
                 '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
                 '  runtime_type = "io.containerd.runc.v2"\n{extra}'.format(b=u.base, a=u.address, extra=extra))
     u.unit['config'] = cfg
-    u._save()
+    u.save()
     return cfg
 
 
@@ -447,7 +307,7 @@ def running(tmp_path, unit):
     u = unit()
     cfg = daemon_config(u, tmp_path)
     res = u.ctl('restart', 'containerd')
-    assert res.returncode == 0, res.stderr + open(os.path.join(u.bin_dir, 'containerd.log')).read()[-2000:]
+    assert res.returncode == 0, res.stderr + u.daemon_log()
     return u, cfg
 
 

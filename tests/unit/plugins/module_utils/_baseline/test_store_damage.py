@@ -19,6 +19,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.sto
     utc_now,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
+from helpers.baseline import locked_store
 
 
 def write(path, data):
@@ -46,10 +47,8 @@ def snapshot(store, raw=b'version = 2\n', ledger=None, dump=None, stamp=None, ef
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store(str(tmp_path / 'store'), 'default')
-    s.lock(5)
-    yield s
-    s.unlock()
+    with locked_store(tmp_path / 'store') as s:
+        yield s
 
 
 # ------------------------------------------------------------------ the tree

@@ -9,12 +9,12 @@ import pytest
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import (
     Attrs,
-    Store,
     TreeFile,
     export_copy,
     utc_now,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
+from helpers.baseline import locked_store
 
 MASK = secrets.MASK
 AUTH = '[plugins."io.containerd.grpc.v1.cri".registry.configs."reg.example.com".auth]\n'
@@ -25,10 +25,8 @@ CONFIG = ('version = 2\n' + AUTH + '  username = "robot"\n  password = "s3cret-t
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store(str(tmp_path / 'store'), 'default')
-    s.lock(5)
-    yield s
-    s.unlock()
+    with locked_store(tmp_path / 'store') as s:
+        yield s
 
 
 def snapshot(store, *imports):

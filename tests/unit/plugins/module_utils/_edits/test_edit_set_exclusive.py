@@ -7,13 +7,9 @@ tests/module/test_containerd_config_exclusive.py runs whole calls against real
 containerd; here the ledger records and the named entries meet one by one.
 """
 
-import os
-
 import pytest
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import read_bytes, sha256_bytes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_set import (
     EditSet,
     OwnedRelease,
@@ -24,7 +20,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_s
     setting_paths,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import runtime_present
-from helpers.context import CRI_V2_PATH, RUNTIMES_V2_PATH, FakeContext, doc_and_ledger
+from helpers.context import CRI_V2_PATH, GPU_NVIDIA_V2_RECORDS, RUNTIMES_V2_PATH, FakeContext, doc_and_ledger, saved_ledger
 
 CRI = list(CRI_V2_PATH)
 RT = list(RUNTIMES_V2_PATH)
@@ -32,12 +28,7 @@ ENABLE_CDI = 'plugins."io.containerd.grpc.v1.cri".enable_cdi'
 CDI_DIRS = 'plugins."io.containerd.grpc.v1.cri".cdi_spec_dirs'
 GPU_TOML = '/etc/containerd/conf.d/gpu.toml'
 
-RECORDS = [
-    {'owner': 'gpu', 'resource': 'runtime:runc', 'kind': 'key', 'path': RT + ['runc', 'options', 'BinaryName'],
-     'prior': None, 'value': '"/usr/bin/nvidia-container-runtime"'},
-    {'owner': 'gpu', 'resource': 'runtime:nvidia', 'kind': 'table', 'path': RT + ['nvidia']},
-    {'owner': 'gpu', 'resource': 'runtime:nvidia', 'kind': 'key', 'path': CRI + ['containerd', 'default_runtime_name'],
-     'prior': '"runc"', 'value': '"nvidia"'},
+RECORDS = GPU_NVIDIA_V2_RECORDS + [
     {'owner': 'gpu', 'resource': 'runtime:nvidia-cdi', 'kind': 'table', 'path': RT + ['nvidia-cdi']},
     {'owner': 'gpu', 'resource': 'setting:' + ENABLE_CDI, 'kind': 'key', 'path': CRI + ['enable_cdi'],
      'prior': None, 'value': 'true'},
@@ -52,15 +43,7 @@ RECORDS = [
 def node(tmp_path, records=None, **call):
     """config.toml in tmp_path and a saved ledger holding records (default RECORDS); the params of an exclusive
     install."""
-    records = RECORDS if records is None else records
-    path = os.path.join(str(tmp_path), 'config.toml')
-    with open(path, 'w') as f:
-        f.write('version = 2\n')
-    state_dir = str(tmp_path / 'state')
-    ledger = Ledger(state_dir, path)
-    for rec in records:
-        ledger.add(rec)
-    ledger.save(sha256_bytes(read_bytes(path)))
+    path, state_dir = saved_ledger(tmp_path, RECORDS if records is None else records)
     params = dict(path=path, state_dir=state_dir, owner='gpu', state='present', exclusive=True, runtimes=[],
                   settings=[], imports=[])
     params.update(call)

@@ -8,36 +8,22 @@ nothing named; here the owner's records and the named entries meet.
 
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import read_bytes, sha256_bytes
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_set import with_owned
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
-from helpers.context import FakeContext
+from helpers.context import CRI_V2_PATH, GPU_NVIDIA_V2_RECORDS, RUNTIMES_V2_PATH, FakeContext, saved_ledger
 
-CRI = ['plugins', 'io.containerd.grpc.v1.cri']
-RT = CRI + ['containerd', 'runtimes']
+CRI = list(CRI_V2_PATH)
+RT = list(RUNTIMES_V2_PATH)
 ENABLE_CDI = 'plugins."io.containerd.grpc.v1.cri".enable_cdi'
 
 
 def node(tmp_path, records):
     """config.toml in tmp_path and a saved ledger holding records; the params of a release_all call."""
-    path = os.path.join(str(tmp_path), 'config.toml')
-    with open(path, 'w') as f:
-        f.write('version = 2\n')
-    state_dir = str(tmp_path / 'state')
-    ledger = Ledger(state_dir, path)
-    for rec in records:
-        ledger.add(rec)
-    ledger.save(sha256_bytes(read_bytes(path)))
+    path, state_dir = saved_ledger(tmp_path, records)
     return dict(path=path, state_dir=state_dir, owner='gpu', state='absent', release_all=True,
                 runtimes=None, settings=None, imports=None)
 
 
-GPU = [
-    {'owner': 'gpu', 'resource': 'runtime:runc', 'kind': 'key', 'path': RT + ['runc', 'options', 'BinaryName'],
-     'prior': None, 'value': '"/usr/bin/nvidia-container-runtime"'},
-    {'owner': 'gpu', 'resource': 'runtime:nvidia', 'kind': 'table', 'path': RT + ['nvidia']},
-    {'owner': 'gpu', 'resource': 'runtime:nvidia', 'kind': 'key', 'path': CRI + ['containerd', 'default_runtime_name'],
-     'prior': '"runc"', 'value': '"nvidia"'},
+GPU = GPU_NVIDIA_V2_RECORDS + [
     {'owner': 'gpu', 'resource': 'setting:' + ENABLE_CDI, 'kind': 'key', 'path': CRI + ['enable_cdi'],
      'prior': None, 'value': 'true'},
     {'owner': 'gpu', 'resource': 'import:/etc/containerd/conf.d/gpu.toml', 'kind': 'import',
