@@ -34,7 +34,7 @@ PACKAGES = [
     ('_baseline', 'baselines: store, drift, repair, restore and their states',
      [['drift'], ['store', 'effective', 'repair'], ['restore'], ['states']]),
     ('_readiness', "facts and readiness: what the node runs and whether it is ready",
-     [['info'], ['service', 'tree', 'proxy'], ['probe', 'kube', 'drift', 'restart'], ['report']]),
+     [['info'], ['service', 'tree', 'proxy'], ['probe', 'kube', 'drift', 'restart'], ['stamps'], ['report']]),
 ]
 PACKAGE_RANK = dict((name, i) for i, (name, _what, _ranks) in enumerate(PACKAGES))
 MAX_FUNCTION_LINES = 80

@@ -16,34 +16,20 @@ and removed: a ``start`` probe. With a command (a handler's own, for example
 An image missing from the namespace is imported from an archive or pulled;
 when that is impossible the probe fails and says why.
 
-A probe that passed leaves a stamp (``<state_dir>/readiness/probes.json``):
-when, and the fingerprint of what it depended on. With probe_reuse_seconds,
-a later check reuses a stamp of at most that age instead of running the
-probe again, only when every part of the fingerprint is the same: the
-effective config, containerd as a process (its MainPID and start, and the
-boot), the handler's runtime table, the stat of its shim, runtime and
-configuration files, and the probe's command line.
+A probe that passed may stand in for the next one while nothing it depends
+on changes: stamps.py.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import errno
-import hashlib
-import json
 import os
 import re
 import shlex
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import (
-    FileLock,
-    LockTimeout,
-    atomic_write,
-    makedirs_private,
-)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.service import run
 
 RUNC_TYPES = ('io.containerd.runc.v2', 'io.containerd.runc.v1')
@@ -273,207 +259,3 @@ def run_probes(probes, timeout):
     with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_PROBES, len(probes))) as pool:
         results = pool.map(lambda probe: run_probe(probe[1], probe[2], timeout), probes)
         return dict((probe[0], res) for probe, res in zip(probes, results))
-
-
-# ------------------------------------------------------------------ reusing a probe that passed
-STAMPS_FILE = os.path.join('readiness', 'probes.json')
-# what a stamp means: raised when the probe's code or the fingerprint's parts change, so older stamps are not reused
-STAMP_FORMAT = 1
-STAMPS_LOCK_SECONDS = 30.0
-# each part of a probe's fingerprint, as the reason of a probe that ran again names it
-PARTS = (('format', 'the stamp format'), ('config', 'the effective config'),
-         ('containerd', 'the containerd process (restarted)'), ('table', 'the runtime table of the handler'),
-         ('files', 'the shim, runtime or configuration files of the handler'),
-         ('probe', 'the probe command line'))
-
-
-def stamps_path(state_dir):
-    return os.path.join(state_dir, STAMPS_FILE)
-
-
-def load_stamps(state_dir):
-    """{handler: stamp} of the probes that passed in earlier checks; {} when there is no file or it cannot be read."""
-    try:
-        with open(stamps_path(state_dir)) as fh:
-            data = json.load(fh)
-    except (IOError, OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get('format') != STAMP_FORMAT or not isinstance(data.get('handlers'), dict):
-        return {}
-    return dict((name, stamp) for name, stamp in data['handlers'].items() if isinstance(stamp, dict))
-
-
-def file_state(path):
-    """[path, device, inode, size, mtime_ns] of a file (a replaced or touched file differs), else why not."""
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        return [path, 'missing' if exc.errno == errno.ENOENT else 'unreadable (errno %s)' % exc.errno]
-    return [path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
-
-
-def find_program(name, search_path, beside=None):
-    """The file a program name of a runtime table runs, found as containerd and its shims find it: an absolute path
-    as it is, else the first executable of that name in search_path (containerd's PATH), else beside containerd."""
-    if os.path.isabs(name):
-        return name
-    folders = [f for f in (search_path or '').split(os.pathsep) if f] + ([beside] if beside else [])
-    for folder in folders:
-        candidate = os.path.join(folder, name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return name  # not found: its state says so
-
-
-def shim_binary_name(runtime):
-    """The shim containerd starts for a runtime: a path as it is, io.containerd.kata-qemu.v2 ->
-    containerd-shim-kata-qemu-v2 (containerd's own rule: the last two words of the type)."""
-    if os.path.isabs(runtime):
-        return runtime
-    words = runtime.split('.')
-    return 'containerd-shim-%s-%s' % (words[-2], words[-1]) if len(words) >= 2 else runtime
-
-
-def handler_files(handler, search_path, beside):
-    """The state of each file a handler's probe goes through: the shim of the runtime ctr names (runtime_path, or
-    the shim of runtime_type), runtime_path, options.BinaryName (runc for a runc-type handler without one) and
-    options.ConfigPath."""
-    argv = handler['probe_argv']
-    runtime = argv[argv.index('--runtime') + 1]
-    options = handler.get('options') or {}
-    names = [shim_binary_name(runtime), handler.get('runtime_path') or '']
-    if runtime in RUNC_TYPES:
-        names.append(options.get('BinaryName') or 'runc')
-    elif options.get('BinaryName'):
-        names.append(options['BinaryName'])
-    names.append(options.get('ConfigPath') or '')
-    return [file_state(find_program(name, search_path, beside)) for name in names if name]
-
-
-def _digest(value):
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode('utf-8')).hexdigest()
-
-
-def probe_fingerprint(handler, table, common):
-    """{part: sha256} of what a handler's probe depends on (PARTS); common: config (the dump's fingerprint),
-    containerd (its identity as a process), path (its PATH), beside (containerd's folder)."""
-    probe_id = handler['probe_id']
-    parts = dict(format=STAMP_FORMAT, config=common['config'], containerd=common['containerd'], table=table,
-                 files=handler_files(handler, common['path'], common['beside']),
-                 probe=dict(kind=handler['probe_kind'], image=handler['probe_image'],
-                            argv=[word.replace(probe_id, '<probe id>') for word in handler['probe_argv']]))
-    return dict((key, _digest(value)) for key, value in parts.items())
-
-
-def process_path(pid):
-    """The PATH of a running process (containerd's, which finds its shims and runc), or None when unreadable."""
-    try:
-        with open('/proc/%d/environ' % pid, 'rb') as fh:
-            env = fh.read().split(b'\0')
-    except (IOError, OSError):
-        return None
-    for item in env:
-        if item.startswith(b'PATH='):
-            return item[5:].decode('utf-8', 'replace')
-    return ''
-
-
-def utc_text(epoch):
-    return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(epoch))
-
-
-def reuse_verdict(stamp, fingerprint, now, max_age):
-    """(age in seconds, None) when the stamp stands in for the probe, else (None, why the probe runs)."""
-    if max_age <= 0:
-        return None, 'probe_reuse_seconds is 0'
-    if fingerprint is None:
-        return None, 'what the probe depends on could not all be read'
-    if not stamp:
-        return None, 'no stamp of an earlier passing probe'
-    recorded = stamp.get('fingerprint')
-    try:
-        age = now - float(stamp['time'])
-    except (KeyError, TypeError, ValueError):
-        return None, 'the stamp cannot be read'
-    if not isinstance(recorded, dict):
-        return None, 'the stamp cannot be read'
-    changed = [what for key, what in PARTS if recorded.get(key) != fingerprint.get(key)]
-    if changed:
-        return None, 'changed since the probe passed: %s' % ', '.join(changed)
-    if age < 0:
-        return None, 'the stamp is from the future (the clock was set back)'
-    if age > max_age:
-        return None, 'the probe passed %d s ago, more than probe_reuse_seconds=%g' % (age, max_age)
-    return age, None
-
-
-class ProbeStamps(object):
-    """The stamps of probes that passed: which probe of this check a stamp stands in for, and what to record.
-
-    active: reuse was asked for, or a stamps file exists (it is kept true: a probe that fails removes its
-    handler's stamp, whatever probe_reuse_seconds). common (see probe_fingerprint) is None when the config's
-    fingerprint or containerd's identity cannot be read: nothing is reused or recorded then.
-    """
-
-    def __init__(self, state_dir, max_age):
-        self.state_dir = state_dir
-        self.max_age = max_age or 0.0
-        self.active = self.max_age > 0 or os.path.exists(stamps_path(state_dir))
-        self.recorded = load_stamps(state_dir) if self.max_age > 0 else {}
-        self.common = None
-        self.daemon_answers = False  # the CRI plugin check passed in this check
-        self.fingerprints = {}
-        self.why_not = {}
-        self.changes = {}
-
-    def reused(self, handler, table):
-        """The result that stands in for the handler's probe, or None: the probe runs (why_not says why)."""
-        name = handler['name']
-        if self.common is not None:
-            self.fingerprints[name] = probe_fingerprint(handler, table, self.common)
-        if self.max_age > 0 and not self.daemon_answers:
-            self.why_not[name] = 'the CRI plugin check did not pass'
-            return None
-        stamp = self.recorded.get(name)
-        age, self.why_not[name] = reuse_verdict(stamp, self.fingerprints.get(name), time.time(), self.max_age)
-        if age is None:
-            return None
-        return dict(kind=stamp.get('kind'), ok=True, reused=True, age_seconds=round(age, 1),
-                    passed_at=utc_text(float(stamp['time'])), rc=stamp.get('rc'), seconds=stamp.get('seconds'),
-                    stdout='', stderr='', argv=[], cleanup_error='')
-
-    def note(self, results):
-        """The probes that ran: a pass is stamped (when its fingerprint is known), a failure removes the stamp."""
-        now = time.time()
-        for name, res in results.items():
-            res['reused'] = False
-            if self.max_age > 0:
-                res['not_reused'] = self.why_not.get(name)
-            if res['ok'] and self.fingerprints.get(name):
-                self.changes[name] = dict(time=now, fingerprint=self.fingerprints[name], kind=res.get('kind'),
-                                          rc=res.get('rc'), seconds=res.get('seconds'))
-            else:
-                self.changes[name] = None
-
-    def save(self, check_mode, warn):
-        """Apply the changes to the stamps file, under its lock (not in check mode); the file's path or None."""
-        path = stamps_path(self.state_dir)
-        if check_mode or not self.active or not self.changes:
-            return None
-        if not os.path.exists(path) and not any(self.changes.values()):
-            return None
-        try:
-            makedirs_private(os.path.dirname(path))
-            with FileLock(path, STAMPS_LOCK_SECONDS):
-                current = load_stamps(self.state_dir)  # another check may have written since this one read
-                for name, stamp in self.changes.items():
-                    if stamp is None:
-                        current.pop(name, None)
-                    else:
-                        current[name] = stamp
-                data = dict(format=STAMP_FORMAT, handlers=current)
-                atomic_write(path, (json.dumps(data, indent=2, sort_keys=True) + '\n').encode('utf-8'), mode=0o600)
-        except (IOError, OSError, LockTimeout) as exc:
-            warn('the probe stamps could not be recorded in %s (the next check probes again): %s' % (path, exc))
-            return None
-        return path

@@ -34,9 +34,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.ku
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.probe import (
     handlers as expected_handlers,
     SETTLE_SECONDS,
-    ProbeStamps,
     probe_image,
-    process_path,
     run_probes,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.proxy import proxy_checks
@@ -49,6 +47,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.se
     plugins_ls,
     wait_ready,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.stamps import ProbeStamps, process_path
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.tree import (
     Tree,
     config_dump,
