@@ -16,7 +16,7 @@ import stat
 
 from conftest import REPO, read
 from role_play import run_playbook
-from test_coco_role_facts import run_coco, tree
+from coco_play import run_coco, tree
 
 STANDIN = os.path.join(REPO, 'molecule', 'coco', 'files', 'kubectl-standin')
 

@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import CRI_V2
 
-from .test_report import Node
+from helpers.report_node import Node
 
 SYSTEMCTL = '#!/bin/sh\nprintf "MainPID=%d\\nExecMainStartTimestampMonotonic=123456\\n"\n'
 
