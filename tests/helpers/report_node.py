@@ -4,21 +4,11 @@ answered by a stand-in that records every call, and a config dump every command 
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import report as rep
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.preflight import CRI_V2
+from helpers.common import fixture_text
 from helpers.context import FakeContext
 
-DUMP = '''version = 2
-[grpc]
-  address = "/run/k3s/containerd.sock"
-[plugins."io.containerd.grpc.v1.cri".containerd]
-  default_runtime_name = "runc"
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-  runtime_type = "io.containerd.runc.v2"
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-  BinaryName = "/usr/bin/runc"
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]
-  runtime_type = "io.containerd.kata.v2"
-  runtime_path = "/opt/kata/bin/containerd-shim-kata-v2"
-'''
+# a config dump of a k3s node (its own socket) with runc and a kata handler
+DUMP = fixture_text('dump_k3s_runc_kata.toml')
 
 
 def dump_context(dump=(0, DUMP, '')):
