@@ -48,6 +48,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.import
     refuse_plugin_override,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import owned_resources
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.process import which
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import TomlLayoutError, parse_dotted_key
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import (
     RuntimeBatch,
@@ -354,11 +355,10 @@ def binary_problem(given):
     if not isinstance(given, str):
         return 'is not a path (%s)' % type(given).__name__
     if '/' not in given:
-        folders = unique_in_order((os.environ.get('PATH') or '').split(os.pathsep) + list(SERVICE_PATH))
-        found = [os.path.join(d, given) for d in folders if d and os.path.isfile(os.path.join(d, given))]
-        if not found:
+        found = which(given, extra=SERVICE_PATH, executable=False)
+        if found is None:
             return 'is in none of the folders of PATH (%s)' % ', '.join(SERVICE_PATH)
-        given = found[0]
+        given = found
     elif not os.path.isabs(given):
         return 'is not an absolute path'
     link = ' (a link to %s)' % os.path.realpath(given) if os.path.islink(given) else ''

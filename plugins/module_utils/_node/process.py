@@ -60,11 +60,13 @@ def run_command(cmd, timeout=30):
     return proc.returncode, out, err
 
 
-def which(name, extra=SYSTEM_DIRS):
-    path = os.environ.get('PATH', '').split(os.pathsep) + list(extra)
-    for d in path:
+def which(name, extra=SYSTEM_DIRS, path=None, executable=True):
+    """The first file called name in the folders of path (this process's PATH when None), then of extra: an
+    executable one, or any regular file with executable=False (the caller judges what it found); else None."""
+    folders = (os.environ.get('PATH', '') if path is None else path).split(os.pathsep) + list(extra)
+    for d in folders:
         cand = os.path.join(d, name)
-        if d and os.path.isfile(cand) and os.access(cand, os.X_OK):
+        if d and os.path.isfile(cand) and (not executable or os.access(cand, os.X_OK)):
             return cand
     return None
 

@@ -14,7 +14,7 @@ The probes run, by default, the node's sandbox image: the one the effective
 config names (``sandbox_image`` of config version 2, ``pinned_images.sandbox``
 of 3 and 4), which every kubelet node has in the ``k8s.io`` namespace. With
 probe_reuse_seconds, a handler's probe that passed recently is reused when
-nothing it depends on changed (``probe.ProbeStamps``): containerd's identity
+nothing it depends on changed (``stamps.ProbeStamps``): containerd's identity
 is read after the wait and before any probe runs.
 """
 

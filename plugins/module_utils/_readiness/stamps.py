@@ -28,6 +28,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic 
     atomic_write,
     makedirs_private,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._node.process import which
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.probe import RUNC_TYPES
 
 STAMPS_FILE = os.path.join('readiness', 'probes.json')
@@ -71,12 +72,8 @@ def find_program(name, search_path, beside=None):
     as it is, else the first executable of that name in search_path (containerd's PATH), else beside containerd."""
     if os.path.isabs(name):
         return name
-    folders = [f for f in (search_path or '').split(os.pathsep) if f] + ([beside] if beside else [])
-    for folder in folders:
-        candidate = os.path.join(folder, name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return name  # not found: its state says so
+    # not found: the name as it is, whose state says so
+    return which(name, extra=(beside,) if beside else (), path=search_path or '') or name
 
 
 def shim_binary_name(runtime):

@@ -96,6 +96,23 @@ def test_which_finds_only_executable_files_in_path(tmp_path, monkeypatch):
     assert process.which('ng-no-such-tool') is None
 
 
+def test_which_searches_a_given_path_and_may_return_a_file_that_is_not_executable(tmp_path, monkeypatch):
+    """path= stands for another process's PATH (containerd's); executable=False returns the first regular file
+    of that name, so the caller can say why it will not run."""
+    a, b = tmp_path / 'a', tmp_path / 'b'
+    a.mkdir()
+    b.mkdir()
+    (a / 'ng-tool').mkdir()                     # a folder of that name is never it
+    (a / 'ng-plain').write_text('')             # not executable
+    want = executable(str(b / 'ng-plain'))
+    monkeypatch.setenv('PATH', str(b))          # the process's own PATH is not looked at
+    given = os.pathsep.join(['', str(a)])
+    assert process.which('ng-plain', extra=(), path=given) is None
+    assert process.which('ng-plain', extra=(str(b),), path=given) == want
+    assert process.which('ng-plain', extra=(str(b),), path=given, executable=False) == str(a / 'ng-plain')
+    assert process.which('ng-tool', extra=(), path=given, executable=False) is None
+
+
 def test_which_ignores_empty_path_entries(tmp_path, monkeypatch):
     """An empty PATH entry is not the working folder."""
     executable(str(tmp_path / 'ng-here'))
