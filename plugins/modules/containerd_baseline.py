@@ -646,7 +646,7 @@ plugin:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import COMMON_ARGUMENT_SPEC
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.states import main as run
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.states import SNAPSHOT_OPTIONS, main as run
 
 COMMON_OPTIONS = ('path', 'backup', 'validate', 'containerd_bin', 'containerd_version', 'lock_timeout', 'state_dir',
                   'follow', 'mode', 'file_owner', 'group', 'seuser', 'serole', 'setype', 'selevel', 'attributes',
@@ -660,12 +660,9 @@ def main():
         store=dict(type='path', default='/var/lib/nodeguard/baselines'),
         include_imports=dict(type='bool', default=True),
         protect=dict(type='list', elements='str'),
-        overwrite=dict(type='bool', default=False),
-        keep=dict(type='int', default=3),
-        allow_broken=dict(type='bool', default=False),
-        load_test=dict(type='bool', default=True),
         edit_in=dict(type='str', default='auto', choices=['auto', 'config']),
     )
+    argument_spec.update((key, dict(spec)) for key, spec in SNAPSHOT_OPTIONS.items())
     for key in COMMON_OPTIONS:
         argument_spec[key] = dict(COMMON_ARGUMENT_SPEC[key])
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

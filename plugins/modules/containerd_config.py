@@ -486,7 +486,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.states import run_state
+from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.states import SNAPSHOT_OPTIONS, run_state
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.edit_set import apply_set, params_as
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
@@ -500,7 +500,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.secrets
 
 
 # containerd_baseline's own defaults for the options the baseline option leaves out
-SNAPSHOT_DEFAULTS = dict(overwrite=False, keep=3, allow_broken=False, load_test=True)
+SNAPSHOT_DEFAULTS = dict((key, spec['default']) for key, spec in SNAPSHOT_OPTIONS.items())
 
 
 def take_baseline(module):

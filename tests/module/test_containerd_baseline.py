@@ -119,6 +119,18 @@ def test_snapshot_refuses_invalid_toml(config, run_module, base):
     assert not os.path.exists(os.path.join(base['store'], 'default', 'current'))
 
 
+def test_overwrite_keeps_three_older_snapshots_by_default(config, run_module, base):
+    path = config('v2_kubeadm.toml')
+    snaps = [run_module(MOD, path=path, **base)['snapshot']]
+    for i in range(5):
+        with open(path, 'a') as f:
+            f.write('# edit %d\n' % i)
+        snaps.append(run_module(MOD, path=path, overwrite=True, **base)['snapshot'])
+    folder = os.path.join(base['store'], 'default')
+    # current + the three before it (keep: 3)
+    assert sorted(e for e in os.listdir(folder) if e != 'current') == sorted(os.path.basename(s) for s in snaps[-4:])
+
+
 def test_a_negative_keep_is_refused_before_anything_is_read(config, run_module, base):
     path = config('v2_kubeadm.toml')
     r = run_module(MOD, path=path, keep=-1, expect_fail=True, **base)

@@ -736,6 +736,11 @@ def _effective_after_repair(module, ctx, baseline, path, main_data, protect, bas
 
 STATES = dict(snapshot=do_snapshot, check=do_check, restore=do_restore, repair=do_repair)
 
+# containerd_baseline's options a snapshot reads besides name, store, include_imports and protect, as its
+# argument spec gives them; containerd_config's baseline option takes its snapshot with these defaults
+SNAPSHOT_OPTIONS = dict(overwrite=dict(type='bool', default=False), keep=dict(type='int', default=3),
+                        allow_broken=dict(type='bool', default=False), load_test=dict(type='bool', default=True))
+
 
 def run_state(module, state, store_root, name, path, load_test=None, ctx=None):
     """One state of containerd_baseline on the baseline store_root/name, without exiting: (result, failed).
