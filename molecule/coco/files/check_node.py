@@ -93,7 +93,7 @@ def kata_stamp_since(path, started):
         name.startswith("kata-") and float((stamp or {}).get("time") or 0) >= started for name, stamp in handlers.items())
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="/etc/containerd/config.toml")
     ap.add_argument("--phase", choices=["installed", "removed", "any"], default="any")
@@ -111,11 +111,11 @@ def main():
     ap.add_argument("--restarts", type=int, default=None, help="containerd starts expected since the previous check")
     ap.add_argument("--allow-pending", action="store_true",
                     help="after a killed run containerd may still run the previous config")
-    args = ap.parse_args()
-    handlers = [h for h in args.handlers.split(",") if h]
-    failures = []
-    out = dict(phase=args.phase)
+    return ap.parse_args()
 
+
+def check_config(args, out, failures):
+    """config.toml's bytes and data (None when missing or broken); its imports: no duplicate, none dangling."""
     try:
         with open(args.config, "rb") as f:
             raw = f.read()
@@ -141,7 +141,11 @@ def main():
             if not any(c in entry for c in "*?[") and not os.path.exists(full):
                 failures.append("dangling import: %s" % entry)
         out["config_version"] = data.get("version")
+    return raw, data
 
+
+def check_dump(args, out, failures):
+    """(rc, output) of containerd config dump; the effective runtimes in out, runc among them."""
     dump_rc, dump, err = run(["containerd", "--config", args.config, "config", "dump"])
     effective = []
     if dump_rc != 0:
@@ -157,7 +161,11 @@ def main():
     out["effective_runtimes"] = effective
     if "runc" not in effective:
         failures.append("runc missing from the effective config")
+    return dump_rc, dump
 
+
+def check_service(out, failures):
+    """containerd active (once out of a transitional state) with its CRI plugin ok."""
     # A run killed mid-restart leaves systemd's restart job running: wait for
     # containerd to leave a transitional state (a slow start on a loaded
     # machine), then judge where it ended.
@@ -175,10 +183,15 @@ def main():
     if not re.search(r"io\.containerd\.(grpc\.v1\s+cri|cri\.v1\s+runtime)\s+\S+\s+ok", plugins):
         failures.append("CRI plugin not ok: %s" % [l for l in plugins.splitlines() if "cri" in l])
 
-    # containerd runs the current config: it started after the last change of
-    # every config file, or the restart contract's fingerprint (written after
-    # containerd's last start) equals the effective config (any order of the
-    # imports line, which containerd 1.x prints in a random order, left out)
+
+def check_runs_current(args, data, dump_rc, dump, out, failures):
+    """containerd runs the current config.
+
+    It started after the last change of every config file, or the restart
+    contract's fingerprint (written after containerd's last start) equals the
+    effective config (any order of the imports line, which containerd 1.x
+    prints in a random order, left out).
+    """
     started = start_time("containerd")
     files = [args.config] + [d for d in args.dropin if os.path.exists(d)]
     for pattern in (data or {}).get("imports", []) or []:
@@ -199,6 +212,10 @@ def main():
             failures.append("containerd (started %.3f) does not run the current config (changed %.3f)"
                             % (started, newest))
 
+
+def count_since_last_check(args, out, failures):
+    """containerd starts in the journal and kata shim calls, and their change since the previous check
+    (whose counters are kept in --state)."""
     rc, journal, dummy = run(["journalctl", "-u", "containerd", "-o", "cat", "--no-pager"])
     out["containerd_starts"] = len(re.findall(r"^Started containerd", journal, re.M))
     try:
@@ -222,6 +239,11 @@ def main():
     except OSError as exc:
         failures.append("cannot record the counters in %s: %s" % (args.state, exc))
 
+
+def check_phase(args, effective, raw, failures):
+    """installed: every handler in the effective config. removed: none left, no drop-in, no payload, and
+    config.toml byte-identical to --pristine."""
+    handlers = [h for h in args.handlers.split(",") if h]
     if args.phase == "installed":
         missing = [h for h in handlers if h not in effective]
         if missing:
@@ -239,17 +261,34 @@ def main():
             with open(args.pristine, "rb") as f:
                 if f.read() != raw:
                     failures.append("config.toml is not byte-identical to %s" % args.pristine)
-    out["failures"] = failures
-    out["ok"] = not failures
-    sys.stdout.write(json.dumps(out, sort_keys=True) + "\n")
+
+
+def is_sound(args, out, failures):
+    """ok (or, with --allow-pending, only still running the previous config), containerd started --restarts
+    times since the previous check, and after an install the kata shim was called."""
     sound = (out["ok"] or (args.allow_pending and not [f for f in failures if "does not run the current config" not in f]))
     sound = sound and (args.restarts is None or out["starts_delta"] == args.restarts)
     # readiness runs a probe container through kata-qemu after every install that changed the config; a re-run
     # that changed nothing (containerd not restarted) may reuse the probe that passed on this very daemon
     out["kata_stamp_since_start"] = kata_stamp_since(args.stamps, out.get("containerd_started"))
-    sound = sound and (args.phase != "installed" or out["kata_delta"] > 0
-                       or (out["starts_delta"] == 0 and out["kata_stamp_since_start"]))
-    if not sound:
+    return sound and (args.phase != "installed" or out["kata_delta"] > 0
+                      or (out["starts_delta"] == 0 and out["kata_stamp_since_start"]))
+
+
+def main():
+    args = parse_args()
+    failures = []
+    out = dict(phase=args.phase)
+    raw, data = check_config(args, out, failures)
+    dump_rc, dump = check_dump(args, out, failures)
+    check_service(out, failures)
+    check_runs_current(args, data, dump_rc, dump, out, failures)
+    count_since_last_check(args, out, failures)
+    check_phase(args, out["effective_runtimes"], raw, failures)
+    out["failures"] = failures
+    out["ok"] = not failures
+    sys.stdout.write(json.dumps(out, sort_keys=True) + "\n")
+    if not is_sound(args, out, failures):
         sys.stderr.write("%s after %s: failures %s; containerd started %s times since the previous check (expected %s); "
                          "kata shim calls +%s; imports %s; effective runtimes %s\n"
                          % (args.host, args.phase, failures, out["starts_delta"],
