@@ -27,36 +27,9 @@ from helpers.standins import MAKE_PROBE, PROBE_IMAGE, STANDINS, active_systemctl
 BUSYBOX = "/bin/busybox"
 
 
-@pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    require(os.geteuid() == 0, "these tests start containerd and need root")
-    for tool in ("containerd", "ctr", "runc", "containerd-shim-runc-v2"):
-        require(sh(["which", tool]).returncode == 0, "%s not installed" % tool)
-    require(os.access(BUSYBOX, os.X_OK), "%s (busybox-static) not installed" % BUSYBOX)
-
-    base = tmp_path_factory.mktemp("ctd")
-    logs = base / "logs"
-    payload = base / "payload"
-    pathbin = base / "bin"
-    for folder in (logs, payload, pathbin):
-        folder.mkdir()
-
-    # The kata stand-in payload, unpacked where kata-deploy puts /opt/kata.
-    tarball = base / "kata-payload.tar.gz"
-    res = sh(["bash", os.path.join(STANDINS, "make_kata_payload.sh"), str(tarball)])
-    assert res.returncode == 0, res.stderr
-    with tarfile.open(str(tarball)) as tar:
-        tar.extractall(str(payload))
-    shim = payload / "opt" / "kata" / "bin" / "containerd-shim-kata-v2"
-    # containerd looks up runtime_type io.containerd.kata-clh.v2 as
-    # containerd-shim-kata-clh-v2 in PATH.
-    os.symlink(str(shim), str(pathbin / "containerd-shim-kata-clh-v2"))
-
-    nvidia = os.path.join(STANDINS, "nvidia-container-runtime")
-    cri = 'plugins."io.containerd.grpc.v1.cri"'
-    config = base / "config.toml"
-    config.write_text(
-        """\
+# The test containerd: runc, the nvidia stand-in (BinaryName), a broken handler, kata through runtime_path
+# and kata-clh through the shim in PATH.
+CONFIG_TEMPLATE = """\
 version = 2
 root = "{base}/root"
 state = "{base}/state"
@@ -94,9 +67,11 @@ state = "{base}/state"
           ConfigPath = "{payload}/opt/kata/share/defaults/kata-containers/configuration-qemu.toml"
       [{cri}.containerd.runtimes.kata-clh]
         runtime_type = "io.containerd.kata-clh.v2"
-""".format(base=base, cri=cri, nvidia=nvidia, shim=shim, payload=payload)
-    )
-    address = str(base / "containerd.sock")
+"""
+
+
+def start_containerd(base, config, pathbin, logs, ctr):
+    """containerd on config (the stand-ins' folder first in PATH, their log folder set), once ctr answers."""
     daemon_env = dict(os.environ)
     daemon_env["PATH"] = "%s:%s" % (pathbin, daemon_env.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"))
     daemon_env["NODEGUARD_STANDIN_LOG_DIR"] = str(logs)
@@ -104,7 +79,6 @@ state = "{base}/state"
     proc = subprocess.Popen(
         ["containerd", "--config", str(config)], stdout=daemon_log, stderr=subprocess.STDOUT, env=daemon_env
     )
-    ctr = ["ctr", "--address", address]
     deadline = time.monotonic() + 30
     while sh(ctr + ["version"], timeout=10).returncode != 0:
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -112,6 +86,41 @@ state = "{base}/state"
             daemon_log.close()
             pytest.fail("containerd did not start:\n" + (base / "containerd.log").read_text()[-3000:])
         time.sleep(0.2)
+    return proc, daemon_log
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    require(os.geteuid() == 0, "these tests start containerd and need root")
+    for tool in ("containerd", "ctr", "runc", "containerd-shim-runc-v2"):
+        require(sh(["which", tool]).returncode == 0, "%s not installed" % tool)
+    require(os.access(BUSYBOX, os.X_OK), "%s (busybox-static) not installed" % BUSYBOX)
+
+    base = tmp_path_factory.mktemp("ctd")
+    logs = base / "logs"
+    payload = base / "payload"
+    pathbin = base / "bin"
+    for folder in (logs, payload, pathbin):
+        folder.mkdir()
+
+    # The kata stand-in payload, unpacked where kata-deploy puts /opt/kata.
+    tarball = base / "kata-payload.tar.gz"
+    res = sh(["bash", os.path.join(STANDINS, "make_kata_payload.sh"), str(tarball)])
+    assert res.returncode == 0, res.stderr
+    with tarfile.open(str(tarball)) as tar:
+        tar.extractall(str(payload))
+    shim = payload / "opt" / "kata" / "bin" / "containerd-shim-kata-v2"
+    # containerd looks up runtime_type io.containerd.kata-clh.v2 as
+    # containerd-shim-kata-clh-v2 in PATH.
+    os.symlink(str(shim), str(pathbin / "containerd-shim-kata-clh-v2"))
+
+    nvidia = os.path.join(STANDINS, "nvidia-container-runtime")
+    cri = 'plugins."io.containerd.grpc.v1.cri"'
+    config = base / "config.toml"
+    config.write_text(CONFIG_TEMPLATE.format(base=base, cri=cri, nvidia=nvidia, shim=shim, payload=payload))
+    address = str(base / "containerd.sock")
+    ctr = ["ctr", "--address", address]
+    proc, daemon_log = start_containerd(base, config, pathbin, logs, ctr)
 
     probe_tar = base / "probe.tar"
     res = sh([sys.executable, MAKE_PROBE, "--busybox", BUSYBOX, "--out", str(probe_tar), "--name", PROBE_IMAGE])
