@@ -68,6 +68,8 @@ class Node(object):
         self.inventory = os.path.join(work, 'inventory.json')
         self.pb_bin = None
         self.last_cpu = None
+        # more environment for ansible-playbook (a bench's callback, say)
+        self.extra_env = {}
 
     def run(self, *cmd, **kw):
         return sh(['podman', 'exec', self.name] + list(cmd), **kw)
@@ -119,7 +121,8 @@ class Node(object):
         return dict(os.environ, MOLECULE_PROJECT_DIRECTORY=REPO, MOLECULE_EPHEMERAL_DIRECTORY=self.work,
                     ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
                     ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
-                    ANSIBLE_LOOKUP_PLUGINS=os.path.join(REPO, 'molecule', 'shared', 'lookup_plugins'))
+                    ANSIBLE_LOOKUP_PLUGINS=os.path.join(REPO, 'molecule', 'shared', 'lookup_plugins'),
+                    **self.extra_env)
 
     def playbook(self, path, extra=()):
         """Run one playbook; (wall seconds, recap dict of this node, tasks started).

@@ -16,7 +16,11 @@ Per step: wall time of ansible-playbook (median over the rounds), tasks
 started, containerd starts from the node's journal (site: 1, 0, 1), and the
 ratio site / minimal; then the CPU seconds of the same runs (user + system
 of ansible-playbook and the processes it waited for, the node's module runs
-included) and their ratio. A run is one serial chain of processes (one node,
+included) and their ratio; then where each step's time goes, from the
+bench's step_timing callback (bench/callback_plugins, on both sides): the
+tasks that ran a module on the node, those the controller ran alone, the
+includes and the skipped tasks, each with their count and seconds, and
+Ansible's own start. A run is one serial chain of processes (one node,
 one task at a time), so its CPU time is close to its wall time on a quiet
 machine; on a shared, loaded one, the CPU figures move much less than the
 wall times. Each converge must leave containerd running the nvidia
@@ -30,6 +34,7 @@ printed with the machine's load; they are figures, not a test.
     .venv/bin/python bench/converge.py     # NG_BENCH_ROUNDS=3, NG_BENCH_KEEP=1
 """
 
+import json
 import os
 import statistics
 import sys
@@ -58,6 +63,20 @@ FAMILIES = {
 }
 STEPS = ('converge', 're-run', 'uninstall')
 RESTARTS = {'converge': 1, 're-run': 0, 'uninstall': 1}
+KINDS = ('node', 'controller', 'include', 'skipped')
+CALLBACKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'callback_plugins')
+
+
+def time_by_kind(timing_file, wall):
+    """{kind: (tasks, seconds)} of the last run step_timing recorded, and 'start': Ansible's own start."""
+    with open(timing_file) as f:
+        run = json.loads(f.read().splitlines()[-1])
+    out = dict((kind, [0, 0.0]) for kind in KINDS)
+    for task in run['tasks']:
+        out[task['kind']][0] += 1
+        out[task['kind']][1] += task['seconds']
+    out['start'] = [1, max(wall - run['playbook_seconds'], 0.0)]
+    return out
 
 
 def running_handlers(node):
@@ -83,7 +102,8 @@ def one_family(node, family, problems):
         since = node.clock()
         wall, recap, tasks = node.playbook(path, extras[step])
         restarts = node.starts(since, node.clock() + 0.001)
-        out[step] = (wall, tasks, restarts, recap.get('changed'), node.last_cpu)
+        kinds = time_by_kind(node.extra_env['NG_STEP_TIMING_FILE'], wall)
+        out[step] = (wall, tasks, restarts, recap.get('changed'), node.last_cpu, kinds)
         missing = HANDLERS - running_handlers(node) if step == 'converge' else set()
         if missing:
             problems.append('%s converge: handlers %s missing from config dump' % (family, sorted(missing)))
@@ -104,11 +124,28 @@ def prepare(node):
     node.playbook('molecule/coco/prepare.yml')
 
 
+def print_time_by_kind(runs):
+    """Per step and family, the median seconds (and tasks) of each kind of task, and of Ansible's start."""
+    print('  where the time goes (median seconds, tasks in brackets):')
+    print('  %-10s %-8s %13s %13s %13s %13s %7s' % ('step', 'family', 'node', 'controller', 'include', 'skipped',
+                                                     'start'))
+    for step in STEPS:
+        for family in runs:
+            cells = []
+            for kind in KINDS + ('start',):
+                secs = statistics.median(r[step][5][kind][1] for r in runs[family])
+                count = runs[family][-1][step][5][kind][0]
+                cells.append('%5.2f' % secs if kind == 'start' else '%5.2f (%3d)' % (secs, count))
+            print('  %-10s %-8s %13s %13s %13s %13s %7s' % tuple([step, family] + cells))
+
+
 def main():
     prerequisites(WHAT, IMAGE, ('bench/minimal/site.yml',))
     node = Node('ng-bench-site-%d' % os.getpid(), IMAGE, tempfile.mkdtemp(prefix='ng-bench-site-'))
     problems = []
     runs = {'site': [], 'minimal': []}
+    node.extra_env = dict(ANSIBLE_CALLBACK_PLUGINS=CALLBACKS, ANSIBLE_CALLBACKS_ENABLED='step_timing',
+                          NG_STEP_TIMING_FILE=os.path.join(node.work, 'step-timing.jsonl'))
     try:
         prepare(node)
         for rnd in range(ROUNDS):
@@ -144,6 +181,7 @@ def main():
         cpu = {f: statistics.median(r[step][4] for r in runs[f]) for f in runs}
         ratio = cpu['site'] / cpu['minimal']
         print('  %-10s site %5.1f  minimal %5.1f  ratio %.2fx' % (step, cpu['site'], cpu['minimal'], ratio))
+    print_time_by_kind(runs)
     print('  targets: %s (they are judged on a quiet machine)' % ('all met' if met else 'not all met'))
     for problem in problems:
         print('  WRONG: %s' % problem)
