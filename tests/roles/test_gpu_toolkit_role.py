@@ -284,3 +284,25 @@ def test_the_handler_leaves_the_restart_to_the_playbook_when_told(workdir, confi
     assert 'nvidia' in cri(path)['containerd']['runtimes']
     assert re.search(r'RUNNING HANDLER \[nodeguard\.containerd\.gpu_toolkit : Restart containerd once[^\n]*\n'
                      r'skipping: \[localhost\]', out), out[-3000:]
+
+
+def test_a_run_that_only_took_the_baseline_rolls_nothing_back(workdir, config):
+    """The edit takes the baseline itself when there is none (its result then says changed). A run that
+    changed nothing else and then fails (here the restart contract: no containerd unit) must not put that
+    baseline back nor restart containerd on it: the config was not changed by this run."""
+    path = config('v2_kubeadm.toml')
+    stand_in(workdir)
+    # an earlier install without a baseline (gpu_toolkit_snapshot: false): the runtimes are there already
+    changed, res, _out, restarted = run_role(workdir, path, dict(gpu_toolkit_snapshot=False))
+    assert not res['failure'] and (changed, restarted) == (1, True), res['failure']
+    assert not os.path.exists(os.path.join(workdir, 'baselines', 'default'))
+    installed = read(path)
+
+    changed, res, out, restarted = run_role(workdir, path, dict(gpu_toolkit_flush=True))
+    assert res['added']['changed'] is True and res['added']['baseline']['taken'] is True, res['added']
+    assert 'effects' not in res['added'] or res['added']['effects'] == [], res['added']
+    msg = res['failure']
+    assert 'gpu_toolkit present failed on localhost' in msg, msg
+    assert '%s was not changed by this run; nothing rolled back.' % path in msg, msg
+    assert 'config_snapshot : ' not in out  # no restore
+    assert read(path) == installed
