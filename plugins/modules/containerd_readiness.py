@@ -239,19 +239,28 @@ options:
         again, when nothing the probe depends on changed since. V(0) (the default) starts every probe on every
         check.
       - A probe that ran and passed leaves a stamp in C(<state_dir>/readiness/probes.json) (mode C(0600), its
-        folder C(0700); not in check mode) - when it passed and a fingerprint of what it depended on - the
-        effective config (C(config dump) of O(path), as the restart contract fingerprints it), containerd as a
-        process (the unit's C(MainPID), its start time from systemd and the boot), the handler's runtime table in
-        the effective config, the device, inode, size and modification time of the files the probe goes through
-        (the shim containerd runs for the handler, such as C(containerd-shim-runc-v2) or
-        C(containerd-shim-kata-v2), found in containerd's own PATH or beside it as containerd finds it;
-        C(runtime_path); C(options.BinaryName), or C(runc) for a runc-type handler without one;
-        C(options.ConfigPath); a missing file counts as such), and the probe's command line (image, command,
-        environment, namespace, O(pass_config_path)).
+        folder C(0700); not in check mode) - when it passed (on the wall clock and on the monotonic clock) and a
+        fingerprint of what it depended on - the effective config (C(config dump) of O(path), as the restart
+        contract fingerprints it), containerd as a process (the unit's C(MainPID), its start time from systemd and
+        the boot), the handler's runtime table in the effective config, the device, inode, size and modification
+        time of the files the probe goes through (the shim containerd runs for the handler, such as
+        C(containerd-shim-runc-v2) or C(containerd-shim-kata-v2), found in containerd's own PATH or beside it as
+        containerd finds it; C(runtime_path); C(options.BinaryName), or C(runc) for a runc-type handler without
+        one; C(options.ConfigPath); and, when C(options.ConfigPath) is a TOML file such as a kata configuration,
+        each existing file it names by an absolute path anywhere in it, at most 64 - under
+        C([hypervisor.<name>]) the hypervisor C(path), C(kernel), C(image), C(initrd), C(firmware),
+        C(jailer_path), C(virtio_fs_daemon) and the like; a missing file counts as such), and the probe's command
+        line (image, command, environment, namespace, O(pass_config_path)).
       - The stamp is reused only when every part of the fingerprint is the same, it is at most this many seconds
         old, and the C(cri_plugin) check passed in the same check (containerd answers). So any restart of
-        containerd, any change of its effective config, and a replaced or touched shim, runtime binary or kata
-        configuration file probe again; so does a stamp file that cannot be read.
+        containerd or reboot, any change of its effective config, and a replaced or touched shim, runtime binary,
+        kata configuration file or file that configuration names (a new guest image or kernel from a kata payload
+        updated file by file, an upgraded qemu) probe again; so does a stamp that cannot be read. Files are not
+        read for the fingerprint, only stat'ed; a file named nowhere above (a shared library of qemu, a file a
+        kata configuration names by a relative path, a kata drop-in configuration) is not covered.
+      - The age of a stamp is measured on the monotonic clock of the boot (never less than the wall clock says),
+        so a wall clock set back does not make a stamp younger; a stamp written by an earlier version of the
+        collection, without that reading, is judged by the wall clock.
       - A reused probe's check stays V(pass) and its reason says how long ago the probe passed; its entry in
         C(probes) of RV(readiness) has C(reused=true) and C(age_seconds).
       - A probe that fails removes its handler's stamp. Once the stamp file exists it is kept up to date by every

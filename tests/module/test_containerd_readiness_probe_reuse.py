@@ -9,7 +9,9 @@ probe image (tests/images/make_probe_image.py) with ``/bin/true`` through two
 handlers: ``runc`` and ``logged``, a runc-type handler whose BinaryName is a
 copy of runc behind a wrapper that logs each call (a probe that runs calls it;
 a reused one does not). ``ctr events`` runs beside each module call: a probe
-that runs makes containerd create a container, a reused one does not.
+that runs makes containerd create a container, a reused one does not. A kata
+handler (the stand-in kata shim, which hands the container to the runc shim)
+with a kata configuration shows that the files it names count.
 """
 
 import json
@@ -27,7 +29,7 @@ import pytest
 
 from helpers.common import CONTAINERD_1, CONTAINERD_2
 from helpers.readiness import StandinUnit, standin_units
-from helpers.standins import MAKE_PROBE, PROBE_IMAGE, sh
+from helpers.standins import MAKE_PROBE, PROBE_IMAGE, STANDINS, sh
 
 MODULE = 'containerd_readiness'
 CRI = 'plugins."io.containerd.grpc.v1.cri"'
@@ -179,7 +181,8 @@ def assert_probed(report, names, why=None, events=True):
         assert sum(report['events'].count(topic) for topic in CREATED) == 2 * len(names), report['events']
 
 
-def assert_reused(report, names, stamps, reuse_seconds=3600):
+def assert_reused(report, names, stamps, reuse_seconds=3600, note=''):
+    """Each handler of names reused its stamp; note: what the check's reason says after that (the probe's notes)."""
     for name in names:
         res, check_ = report['probes'][name], report['by_name']['probe:' + name]
         passed_at = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(stamps[name]['time']))
@@ -189,7 +192,7 @@ def assert_reused(report, names, stamps, reuse_seconds=3600):
         assert check_['status'] == 'pass' and check_['required'], check_
         assert check_['reason'] == (
             'probe container (%s) passed through %s %d s ago (%s); nothing it depends on changed since '
-            '(probe_reuse_seconds=%g)' % (PROBE_IMAGE, name, res['age_seconds'], passed_at, reuse_seconds))
+            '(probe_reuse_seconds=%g)%s' % (PROBE_IMAGE, name, res['age_seconds'], passed_at, reuse_seconds, note))
 
 
 # ------------------------------------------------------------------ stamped, then reused
@@ -255,31 +258,41 @@ def replace_handler_binary(n):
     os.rename(n.wrapper + '.new', n.wrapper)
 
 
-def age_the_stamps(n):
+def shift_the_stamps(n, key, seconds):
+    """Each stamp's reading of one clock (time: the wall clock, mono: the monotonic clock) moved by seconds."""
     with open(n.stamps_path) as f:
         data = json.load(f)
     for stamp in data['handlers'].values():
-        stamp['time'] -= 100
+        stamp[key] += seconds
     with open(n.stamps_path, 'w') as f:
         json.dump(data, f)
 
 
+def age_the_stamps(n):
+    shift_the_stamps(n, 'time', -100)
+
+
+def age_the_stamps_on_the_monotonic_clock(n):
+    """Passed 100 s ago, and the wall clock was set back 100 s since: only the monotonic clock says so."""
+    shift_the_stamps(n, 'mono', -100)
+
+
 BOTH = HANDLERS
 LOGGED = ['logged']
+FILES_CHANGED = (r'changed since the probe passed: the shim, runtime or configuration files of the handler or a file '
+                 r'its configuration names')
 
 
 @pytest.mark.parametrize('change,probed,why', [
     pytest.param(change_config, BOTH, r'changed since the probe passed: the effective config', id='config-changed'),
     pytest.param(restart_containerd, BOTH, r'changed since the probe passed: the containerd process \(restarted\)',
                  id='containerd-restarted'),
-    pytest.param(touch_handler_binary, LOGGED,
-                 r'changed since the probe passed: the shim, runtime or configuration files of the handler',
-                 id='handler-binary-touched'),
-    pytest.param(replace_handler_binary, LOGGED,
-                 r'changed since the probe passed: the shim, runtime or configuration files of the handler',
-                 id='handler-binary-replaced'),
+    pytest.param(touch_handler_binary, LOGGED, FILES_CHANGED, id='handler-binary-touched'),
+    pytest.param(replace_handler_binary, LOGGED, FILES_CHANGED, id='handler-binary-replaced'),
     pytest.param(age_the_stamps, BOTH, r'the probe passed 10\d s ago, more than probe_reuse_seconds=60',
                  id='stamp-too-old'),
+    pytest.param(age_the_stamps_on_the_monotonic_clock, BOTH,
+                 r'the probe passed 10\d s ago, more than probe_reuse_seconds=60', id='stamp-too-old-wall-clock-set-back'),
 ])
 def test_each_change_a_probe_depends_on_probes_again(run_module, node, change, probed, why):
     assert check(run_module, node, probe_reuse_seconds=60)['ok']
@@ -296,6 +309,65 @@ def test_each_change_a_probe_depends_on_probes_again(run_module, node, change, p
     report = check(run_module, node, probe_reuse_seconds=60)
     assert_reused(report, HANDLERS, stamps, reuse_seconds=60)
     assert report['events'] == []
+
+
+def test_a_wall_clock_set_back_leaves_a_young_stamp_reused(run_module, node):
+    """The stamp is in the wall clock's future; the monotonic clock (the same boot) says how old it is."""
+    check(run_module, node, probe_reuse_seconds=60)
+    shift_the_stamps(node, 'time', 600)
+    stamps = node.stamps()
+    report = check(run_module, node, probe_reuse_seconds=60)
+    assert_reused(report, HANDLERS, stamps, reuse_seconds=60)
+    assert report['events'] == []
+
+
+# ------------------------------------------------------------------ the files a kata configuration names
+KATA_FILES = ('qemu-system-x86_64', 'vmlinux', 'kata-containers.img')
+
+
+def add_kata_handler(n):
+    """A kata handler: the stand-in kata shim (it hands the container to the runc shim) as runtime_path, and a
+    kata configuration as options.ConfigPath that names the files of the VM, all in the handler's folder."""
+    shim = os.path.join(n.handler_dir, 'containerd-shim-kata-v2')
+    shutil.copy2(os.path.join(STANDINS, 'containerd-shim-kata-v2'), shim)
+    for name in KATA_FILES:
+        with open(os.path.join(n.handler_dir, name), 'w') as f:
+            f.write(name + ' 1\n')
+    config = os.path.join(n.handler_dir, 'configuration-qemu.toml')
+    with open(config, 'w') as f:
+        f.write('[hypervisor.qemu]\npath = "{d}/qemu-system-x86_64"\nkernel = "{d}/vmlinux"\n'
+                'image = "{d}/kata-containers.img"\n'.format(d=n.handler_dir))
+    n.write_config('[{cri}.containerd.runtimes.kata]\n  runtime_type = "io.containerd.kata-qemu.v2"\n'
+                   '  runtime_path = "{shim}"\n[{cri}.containerd.runtimes.kata.options]\n  ConfigPath = "{config}"\n'
+                   .format(cri=CRI, shim=shim, config=config))
+    restart_containerd(n)
+
+
+@pytest.mark.parametrize('name', KATA_FILES)
+def test_a_file_the_kata_configuration_names_replaced_probes_again(run_module, node, name):
+    """A kata payload updated file by file, or the distribution's qemu upgraded: the shim and the configuration
+    file are the same, the VM is not."""
+    add_kata_handler(node)
+    # the runc shim refuses kata's --runtime-config-path
+    args = dict(handlers=HANDLERS + ['kata'], pass_config_path=False, probe_reuse_seconds=60)
+    note = '; options.ConfigPath %s not passed (pass_config_path is false)' % os.path.join(
+        node.handler_dir, 'configuration-qemu.toml')
+    first = check(run_module, node, **args)
+    assert first['ok'], first['failed']
+    assert_probed(first, HANDLERS + ['kata'], why='no stamp of an earlier passing probe')
+    stamps = node.stamps()
+    report = check(run_module, node, **args)
+    assert_reused(report, HANDLERS, stamps, reuse_seconds=60)
+    assert_reused(report, ['kata'], stamps, reuse_seconds=60, note=note)
+    assert report['events'] == []
+    path = os.path.join(node.handler_dir, name)
+    with open(path + '.new', 'w') as f:
+        f.write(name + ' 2, another version\n')
+    os.rename(path + '.new', path)
+    report = check(run_module, node, **args)
+    assert report['ok'], report['failed']
+    assert_probed(report, ['kata'], why=FILES_CHANGED)
+    assert_reused(report, HANDLERS, stamps, reuse_seconds=60)
 
 
 # ------------------------------------------------------------------ failures and check mode

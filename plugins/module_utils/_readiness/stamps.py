@@ -4,12 +4,13 @@
 """Reusing a probe that passed (containerd_readiness probe_reuse_seconds).
 
 A probe that passed leaves a stamp (``<state_dir>/readiness/probes.json``):
-when, and the fingerprint of what it depended on. With probe_reuse_seconds,
-a later check reuses a stamp of at most that age instead of running the
-probe again, only when every part of the fingerprint is the same: the
-effective config, containerd as a process (its MainPID and start, and the
-boot), the handler's runtime table, the stat of its shim, runtime and
-configuration files, and the probe's command line.
+when (on the wall clock and on the monotonic clock), and the fingerprint of
+what it depended on. With probe_reuse_seconds, a later check reuses a stamp
+of at most that age instead of running the probe again, only when every part
+of the fingerprint is the same: the effective config, containerd as a process
+(its MainPID and start, and the boot), the handler's runtime table, the stat
+of its shim, runtime and configuration files and of the files its (kata)
+configuration names, and the probe's command line.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,6 +20,7 @@ __metaclass__ = type
 import errno
 import hashlib
 import json
+import math
 import os
 import time
 
@@ -28,6 +30,11 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic 
     atomic_write,
     makedirs_private,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
+    ConfigError,
+    parse_toml,
+    split_bom,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.process import which
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness.probe import RUNC_TYPES
 
@@ -35,10 +42,14 @@ STAMPS_FILE = os.path.join('readiness', 'probes.json')
 # what a stamp means: raised when the probe's code or the fingerprint's parts change, so older stamps are not reused
 STAMP_FORMAT = 1
 STAMPS_LOCK_SECONDS = 30.0
+# the files a handler's configuration names that count, and the largest configuration read for them (a kata
+# configuration is about 30 KB, mostly comments)
+CONFIG_NAMED_FILES = 64
+CONFIG_MAX_BYTES = 1 << 20
 # each part of a probe's fingerprint, as the reason of a probe that ran again names it
 PARTS = (('format', 'the stamp format'), ('config', 'the effective config'),
          ('containerd', 'the containerd process (restarted)'), ('table', 'the runtime table of the handler'),
-         ('files', 'the shim, runtime or configuration files of the handler'),
+         ('files', 'the shim, runtime or configuration files of the handler or a file its configuration names'),
          ('probe', 'the probe command line'))
 
 
@@ -85,10 +96,49 @@ def shim_binary_name(runtime):
     return 'containerd-shim-%s-%s' % (words[-2], words[-1]) if len(words) >= 2 else runtime
 
 
+def string_values(data):
+    """Every string of parsed TOML data, in tables and arrays at any depth, in document order (no recursion: a
+    deeply nested file cannot exhaust the stack)."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+
+
+def config_named_files(path):
+    """The files a runtime's configuration names: each absolute path among its string values that is a file, once,
+    in document order, at most CONFIG_NAMED_FILES. For kata these are the files of the VM the probe boots (under
+    [hypervisor.<name>]: path, kernel, image, initrd, firmware, jailer_path, virtio_fs_daemon...), which a payload
+    updated file by file or a distribution's qemu upgrade replace under the same shim and configuration file.
+    [] when the configuration cannot be read or parsed: its own state still counts."""
+    if not os.path.isabs(path):
+        return []
+    try:
+        with open(path, 'rb') as fh:
+            raw = fh.read(CONFIG_MAX_BYTES + 1)
+        if len(raw) > CONFIG_MAX_BYTES:
+            return []
+        data = parse_toml(split_bom(raw.decode('utf-8'))[0])
+    except (IOError, OSError, ValueError, ConfigError, RuntimeError):  # ValueError: not UTF-8, not TOML
+        return []
+    named = []
+    for value in string_values(data):
+        if len(named) >= CONFIG_NAMED_FILES:
+            break
+        if os.path.isabs(value) and value not in named and os.path.isfile(value):
+            named.append(value)
+    return named
+
+
 def handler_files(handler, search_path, beside):
     """The state of each file a handler's probe goes through: the shim of the runtime ctr names (runtime_path, or
-    the shim of runtime_type), runtime_path, options.BinaryName (runc for a runc-type handler without one) and
-    options.ConfigPath."""
+    the shim of runtime_type), runtime_path, options.BinaryName (runc for a runc-type handler without one),
+    options.ConfigPath and the files it names (config_named_files)."""
     argv = handler['probe_argv']
     runtime = argv[argv.index('--runtime') + 1]
     options = handler.get('options') or {}
@@ -97,8 +147,9 @@ def handler_files(handler, search_path, beside):
         names.append(options.get('BinaryName') or 'runc')
     elif options.get('BinaryName'):
         names.append(options['BinaryName'])
-    names.append(options.get('ConfigPath') or '')
-    return [file_state(find_program(name, search_path, beside)) for name in names if name]
+    config = find_program(options['ConfigPath'], search_path, beside) if options.get('ConfigPath') else ''
+    paths = [find_program(name, search_path, beside) for name in names if name] + ([config] if config else [])
+    return [file_state(path) for path in paths + config_named_files(config)]
 
 
 def _digest(value):
@@ -133,8 +184,52 @@ def utc_text(epoch):
     return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(epoch))
 
 
-def reuse_verdict(stamp, fingerprint, now, max_age):
-    """(age in seconds, None) when the stamp stands in for the probe, else (None, why the probe runs)."""
+def stamp_number(stamp, key):
+    """The finite number a stamp holds under key, else None: missing, text, a boolean, NaN or infinite."""
+    value = stamp.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return number if math.isfinite(number) else None
+
+
+def stamp_time(stamp):
+    """When the stamp's probe passed (seconds since the epoch), else None: no finite number, or none a date can
+    be made of."""
+    passed = stamp_number(stamp, 'time')
+    if passed is None:
+        return None
+    try:
+        utc_text(passed)
+    except (OverflowError, ValueError, OSError):
+        return None
+    return passed
+
+
+def stamp_age(stamp, wall_age, mono):
+    """(age in seconds, None), else (None, why the probe runs). With the stamp's reading of the monotonic clock
+    (the boot is part of the fingerprint, so it is this boot's), the age is by that clock: a wall clock set back
+    does not make a stamp younger; never less than the wall clock says, though (CLOCK_MONOTONIC stands still
+    while the node is suspended). Without one (a stamp of an older version), by the wall clock."""
+    if mono is None or 'mono' not in stamp:
+        if wall_age < 0:
+            return None, 'the stamp is from the future (the clock was set back)'
+        return wall_age, None
+    passed = stamp_number(stamp, 'mono')
+    age = None if passed is None else mono - passed
+    if age is None or not math.isfinite(age):
+        return None, 'the stamp cannot be read'
+    if age < 0:
+        return None, 'the stamp is from the future (its monotonic time is ahead of the clock)'
+    return max(age, wall_age), None
+
+
+def reuse_verdict(stamp, fingerprint, now, max_age, mono=None):
+    """(age in seconds, None) when the stamp stands in for the probe, else (None, why the probe runs).
+    now: the wall clock; mono: the monotonic clock (time.monotonic(), the same for every process of a boot)."""
     if max_age <= 0:
         return None, 'probe_reuse_seconds is 0'
     if fingerprint is None:
@@ -142,17 +237,15 @@ def reuse_verdict(stamp, fingerprint, now, max_age):
     if not stamp:
         return None, 'no stamp of an earlier passing probe'
     recorded = stamp.get('fingerprint')
-    try:
-        age = now - float(stamp['time'])
-    except (KeyError, TypeError, ValueError):
-        return None, 'the stamp cannot be read'
-    if not isinstance(recorded, dict):
+    passed = stamp_time(stamp)
+    if passed is None or not isinstance(recorded, dict):
         return None, 'the stamp cannot be read'
     changed = [what for key, what in PARTS if recorded.get(key) != fingerprint.get(key)]
     if changed:
         return None, 'changed since the probe passed: %s' % ', '.join(changed)
-    if age < 0:
-        return None, 'the stamp is from the future (the clock was set back)'
+    age, why = stamp_age(stamp, now - passed, mono)
+    if why:
+        return None, why
     if age > max_age:
         return None, 'the probe passed %d s ago, more than probe_reuse_seconds=%g' % (age, max_age)
     return age, None
@@ -186,7 +279,8 @@ class ProbeStamps(object):
             self.why_not[name] = 'the CRI plugin check did not pass'
             return None
         stamp = self.recorded.get(name)
-        age, self.why_not[name] = reuse_verdict(stamp, self.fingerprints.get(name), time.time(), self.max_age)
+        age, self.why_not[name] = reuse_verdict(stamp, self.fingerprints.get(name), time.time(), self.max_age,
+                                                time.monotonic())
         if age is None:
             return None
         return dict(kind=stamp.get('kind'), ok=True, reused=True, age_seconds=round(age, 1),
@@ -195,14 +289,14 @@ class ProbeStamps(object):
 
     def note(self, results):
         """The probes that ran: a pass is stamped (when its fingerprint is known), a failure removes the stamp."""
-        now = time.time()
+        now, mono = time.time(), time.monotonic()
         for name, res in results.items():
             res['reused'] = False
             if self.max_age > 0:
                 res['not_reused'] = self.why_not.get(name)
             if res['ok'] and self.fingerprints.get(name):
-                self.changes[name] = dict(time=now, fingerprint=self.fingerprints[name], kind=res.get('kind'),
-                                          rc=res.get('rc'), seconds=res.get('seconds'))
+                self.changes[name] = dict(time=now, mono=mono, fingerprint=self.fingerprints[name],
+                                          kind=res.get('kind'), rc=res.get('rc'), seconds=res.get('seconds'))
             else:
                 self.changes[name] = None
 

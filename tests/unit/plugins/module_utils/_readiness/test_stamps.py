@@ -143,7 +143,7 @@ def test_a_stamp_stands_in_only_when_all_is_the_same_and_young_enough():
     changed = dict(FP, config='other', files='other')
     assert stamps.reuse_verdict(stamp, changed, now, 60) == (
         None, 'changed since the probe passed: the effective config, the shim, runtime or configuration files of '
-        'the handler')
+        'the handler or a file its configuration names')
     # a stamp without a part the fingerprint has (an older format) does not stand in
     older = dict(stamp, fingerprint=dict((k, v) for k, v in FP.items() if k != 'probe'))
     assert stamps.reuse_verdict(older, FP, now, 60)[1] == 'changed since the probe passed: the probe command line'

@@ -23,7 +23,7 @@ def test_the_stamps_file_is_sorted_json_indented_by_two(tmp_path):
     data = json.loads(text)
     assert text == json.dumps(data, indent=2, sort_keys=True) + '\n'
     stamp = data['handlers']['runc']
-    assert list(stamp) == sorted(stamp) == ['fingerprint', 'kind', 'rc', 'seconds', 'time']
+    assert list(stamp) == sorted(stamp) == ['fingerprint', 'kind', 'mono', 'rc', 'seconds', 'time']
     assert '\n      "fingerprint": {' in text  # format, handlers, runc: three levels of two spaces
     assert os.stat(path).st_mode & 0o777 == 0o600
 
