@@ -127,8 +127,8 @@ def prepare(node):
 def print_time_by_kind(runs):
     """Per step and family, the median seconds (and tasks) of each kind of task, and of Ansible's start."""
     print('  where the time goes (median seconds, tasks in brackets):')
-    print('  %-10s %-8s %13s %13s %13s %13s %7s' % ('step', 'family', 'node', 'controller', 'include', 'skipped',
-                                                     'start'))
+    columns = ('step', 'family', 'node', 'controller', 'include', 'skipped', 'start')
+    print('  %-10s %-8s %13s %13s %13s %13s %7s' % columns)
     for step in STEPS:
         for family in runs:
             cells = []
