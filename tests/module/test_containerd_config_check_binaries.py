@@ -87,6 +87,25 @@ def test_a_link_to_an_executable_is_accepted(run_module, node):
     assert_containerd_accepts(path, binary_of('host'))
 
 
+def test_a_name_without_a_folder_is_the_first_executable_in_path(run_module, node, workdir):
+    """A file of that name that is not executable earlier in PATH is passed over, as containerd and the shim
+    pass it over; with no executable one at all, the first file is named."""
+    path, tools, original = node
+    earlier = os.path.join(workdir, 'earlier')
+    os.makedirs(earlier)
+    executable(earlier, 'ng-test-runtime', mode=0o644)
+    executable(tools, 'ng-test-runtime')
+    executable(earlier, 'ng-test-plain', mode=0o644)
+    env = dict(PATH=os.pathsep.join([earlier, tools, os.environ.get('PATH', '')]))
+    res = install(run_module, path, [dict(name='plain', options={'BinaryName': 'ng-test-plain'})], env=env,
+                  expect_fail=True)
+    assert 'runtimes[0].options.BinaryName ng-test-plain is not executable (mode 0644)' in res['msg'], res['msg']
+    assert_nothing_written(run_module, path, original, workdir)
+    res = install(run_module, path, [dict(name='found', options={'BinaryName': 'ng-test-runtime'})], env=env)
+    assert res['changed'] and 'ng-test-runtime' in read(path)
+    assert_containerd_accepts(path, binary_of('host'))
+
+
 def test_without_check_binaries_a_missing_binary_is_written(run_module, node):
     path, tools, _original = node
     missing = os.path.join(tools, 'absent')

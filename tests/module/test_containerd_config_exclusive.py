@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""containerd_config exclusive: an install whose owner's changes become exactly what the call names.
+"""containerd_config exclusive: an install that releases what its owner recorded and the call no longer names.
 
 The judge is what separate calls give (an install of only what is named, on a
 twin of the node) and the original bytes after the uninstall; real containerd
@@ -193,3 +193,71 @@ def test_exclusive_with_state_absent_is_refused(run_module, config):
     assert 'exclusive' in res['msg'] and 'state: present' in res['msg'] and 'Nothing was written' in res['msg']
     assert res['key'] == 'exclusive' and read(path, 'rb') == before
     assert not os.path.exists(ledger_path_for(run_module.state_dir, path))
+
+
+def made_default_by_ops(run_module, path, binary, name):
+    """Another owner makes name the CRI default (as a hand edit would, it is not gpu's change to undo)."""
+    run_module('containerd_config', path=path, owner='ops', containerd_bin=binary,
+               settings=[dict(key='cri.default_runtime_name', value=name)])
+
+
+@pytest.mark.parametrize('check', [False, True])
+def test_a_released_runtime_another_owner_made_the_default_is_refused_before_anything_is_written(
+        run_module, config, check):
+    """The release would refuse it after the install: it is refused first, naming exclusive and fixes that
+    apply (not force, which exclusive never sets, nor the index of an entry the call did not give)."""
+    binary = binary_of('1.7')
+    path = config('v2_kubeadm.toml')
+    gpu(run_module, path, binary, [NVIDIA])
+    made_default_by_ops(run_module, path, binary, 'nvidia')
+    ledger = ledger_path_for(run_module.state_dir, path)
+    before = (read(path, 'rb'), read(ledger, 'rb'))
+    res = gpu(run_module, path, binary, [CDI], check=check, expect_fail=True)
+    msg = res['msg']
+    assert msg.startswith('%s: exclusive: true releases runtime nvidia' % path), msg
+    assert 'set by ops' in msg and 'Nothing was written' in msg and 'Already written' not in msg
+    assert 'make another runtime the default first' in msg and 'naming it in runtimes' in msg
+    assert 'force' not in msg and 'runtimes[' not in msg and res['key'] == 'exclusive'
+    assert (read(path, 'rb'), read(ledger, 'rb')) == before and 'nvidia-cdi' not in read(path)
+    # either fix lets the same call through
+    kept = gpu(run_module, path, binary, [NVIDIA, CDI])
+    assert kept['changed'] and kept['released'] == NOTHING and 'nvidia-cdi' in read(path)
+    assert_containerd_accepts(path, binary)
+
+
+def test_a_refusal_the_release_finds_after_the_install_says_what_was_written(run_module, config):
+    """ops made nvidia the default, then gpu set the same key: the release undoes gpu's setting first, so
+    whether nvidia is still the default is known only then. The refusal names exclusive and the fixes, and
+    the install's file as written."""
+    binary = binary_of('1.7')
+    path = config('v2_kubeadm.toml')
+    gpu(run_module, path, binary, [NVIDIA])
+    made_default_by_ops(run_module, path, binary, 'nvidia')
+    gpu(run_module, path, binary, [NVIDIA], [dict(key='cri.default_runtime_name', value='nvidia')])
+    res = gpu(run_module, path, binary, [CDI], expect_fail=True)
+    msg = res['msg']
+    assert msg.startswith('%s: exclusive: true releases runtime nvidia' % path), msg
+    assert 'set by ops' in msg and 'make another runtime the default first' in msg and 'naming it in runtimes' in msg
+    assert 'the install' in msg and 'force' not in msg and 'runtimes[' not in msg and res['key'] == 'exclusive'
+    assert res['written'] == [path] and 'nvidia-cdi' in read(path) and 'Nothing was written' not in msg
+    assert_containerd_accepts(path, binary)
+    # the fix, then the same call finishes the release
+    run_module('containerd_config', path=path, owner='ops', containerd_bin=binary, state='absent',
+               release_all=True)
+    done = gpu(run_module, path, binary, [CDI])
+    assert done['changed'] and done['released']['runtimes'] == ['nvidia'] and 'runtimes.nvidia]' not in read(path)
+    assert_containerd_accepts(path, binary)
+
+
+def test_release_all_names_its_option_and_the_force_it_can_take(run_module, config):
+    binary = binary_of('1.7')
+    path = config('v2_kubeadm.toml')
+    gpu(run_module, path, binary, [NVIDIA])
+    made_default_by_ops(run_module, path, binary, 'nvidia')
+    before = read(path, 'rb')
+    res = run_module('containerd_config', path=path, owner='gpu', containerd_bin=binary, state='absent',
+                     release_all=True, expect_fail=True)
+    msg = res['msg']
+    assert msg.startswith('%s: release_all: true releases runtime nvidia' % path), msg
+    assert 'name it in runtimes with force: true' in msg and 'runtimes[' not in msg and res['key'] == 'release_all'
+    assert read(path, 'rb') == before

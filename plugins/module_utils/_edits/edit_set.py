@@ -16,8 +16,10 @@ the other.
 
 exclusive: after the install, what the ledgers record for the owner and the
 call no longer names is undone in a transaction of its own (OwnedRelease),
-run only when there is something to undo. check_binaries refuses a runtime
-binary that is not an executable before anything is written.
+run only when there is something to undo; a runtime it would release that
+another change keeps the CRI default is refused before anything is written
+(refuse_default_release). check_binaries refuses a runtime binary that is
+not an executable before anything is written.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -33,11 +35,13 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_
     ConfigError,
     Layout,
     TomlParseError,
+    detect_version,
     parse_toml,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.dropin import remove_all, write
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     transaction_result,
+    tree_ledgers,
     tree_records,
     unique_in_order,
 )
@@ -49,10 +53,12 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.import
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import owned_resources
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.process import which
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import TomlLayoutError, parse_dotted_key
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import TomlLayoutError, get_in, parse_dotted_key
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.runtime import (
     RuntimeBatch,
     batch_entries,
+    default_removal_refused,
+    default_setter,
     release_default,
     resource_of,
 )
@@ -165,7 +171,8 @@ def with_owned(ctx, params):
                           key='release_all')
     owned = owned_by(ctx, params)
     runtimes = list(params['runtimes'] or [])
-    runtimes.extend(dict(name=n, force=False) for n in defaults_first(owned, set(r.get('name') for r in runtimes)))
+    runtimes.extend(dict(name=n, force=False, released_by='release_all')
+                    for n in defaults_first(owned, set(r.get('name') for r in runtimes)))
     settings = list(params['settings'] or [])
     keys = set(e.get('key') for e in settings)
     settings.extend(dict(key=k, raw=True) for k in owned['settings'] if k not in keys)
@@ -179,8 +186,8 @@ def with_owned(ctx, params):
 # ------------------------------------------------------------------ exclusive
 def refuse_exclusive_uninstall(params):
     if params.get('exclusive') and params['state'] != 'present':
-        raise ConfigError('exclusive: true makes what owner %s recorded exactly what an install names, so it needs '
-                          'state: present. Nothing was written. Fix: leave exclusive out (release_all: true with '
+        raise ConfigError('exclusive: true releases what owner %s recorded and an install no longer names, so it '
+                          'needs state: present. Nothing was written. Fix: leave exclusive out (release_all: true with '
                           'state: absent undoes everything the owner recorded).' % params['owner'], key='exclusive')
 
 
@@ -218,6 +225,57 @@ def exclusive_plan(ctx, params):
                     settings=[k for k in owned['settings'] if ledger_key_path(k) not in wanted],
                     imports=[i for i in owned['imports'] if entry_key(i, params['path']) not in listed])
     return dict(released=released, runtimes=defaults_first(owned, named), defaults=defaults)
+
+
+def sets_default(params):
+    """Whether the call's install may change a default_runtime_name: a runtime it makes the default, or a
+    setting of that key (or of a table above it)."""
+    if any(r.get('default') is True for r in params['runtimes'] or []):
+        return True
+    defaults = [Layout(version).default_runtime_name for version in (2, 3)]
+    return any(d[:len(p)] == p for entry in params['settings'] or [] for p in setting_paths(entry) for d in defaults)
+
+
+def tree_layouts(ctx, params):
+    """(file, data, its layout, its ledger) of each file of the tree as read now; a versionless drop-in has
+    config.toml's layout, as the engine reads it. Files nodeguard cannot read are left out."""
+    files = tree_ledgers(params['state_dir'], params['path'], ctx.containerd_version)
+    if files[0][1] is None:
+        return []
+    out = []
+    main_version = None
+    for file_path, data, ledger in files:
+        try:
+            version = detect_version(file_path, data, default_version=main_version)
+        except ConfigError:
+            continue
+        main_version = main_version or version
+        out.append((file_path, data, Layout(version), ledger))
+    return out
+
+
+def refuse_default_release(ctx, params, plan):
+    """exclusive, before anything is written: a runtime the release would remove while another's change (or a
+    hand edit) keeps it the CRI default of its file is refused now, with the release's own refusal.
+
+    The release would refuse it after the install: nothing of the call
+    changes that default (sets_default) and the owner has no record of the
+    key there that the release could undo first. When it has one, the
+    release itself decides.
+    """
+    owner = params['owner']
+    if not plan['runtimes'] or sets_default(params):
+        return
+    replaced = set(os.path.normpath(d['path']) for d in params['dropins'] or [])  # their content is the call's
+    for file_path, data, layout, ledger in tree_layouts(ctx, params):
+        default = get_in(data, layout.default_runtime_name)
+        for name in plan['runtimes']:
+            if file_path in replaced or default != name or owner not in ledger.owners_of_table(layout.runtime(name)):
+                continue
+            setter = default_setter(ledger, layout.default_runtime_name, owner, resource_of(name))
+            if setter not in (None, owner):
+                raise default_removal_refused(file_path, dict(name=name, owner=owner, released_by='exclusive'), setter,
+                                              layout.default_runtime_name, before_writes=True)
 
 
 class OwnedRelease(object):
@@ -286,7 +344,8 @@ def release_unnamed(module, ctx, params, plan):
     """exclusive, after the install: undo what exclusive_plan found, in a transaction of its own (one validated
     write per file, drop-ins first, as an uninstall; its own preview in check mode)."""
     owner = params['owner']
-    given = dict(params, state='absent', runtimes=[dict(name=n, force=False) for n in plan['runtimes']],
+    given = dict(params, state='absent', runtimes=[dict(name=n, force=False, released_by='exclusive')
+                                                   for n in plan['runtimes']],
                  settings=[dict(key=k, raw=True) for k in plan['released']['settings']])
     settings, runtimes = entries_of(given)
     imports = plan['released']['imports']
@@ -355,7 +414,8 @@ def binary_problem(given):
     if not isinstance(given, str):
         return 'is not a path (%s)' % type(given).__name__
     if '/' not in given:
-        found = which(given, extra=SERVICE_PATH, executable=False)
+        # as Go's exec.LookPath (containerd, the shim): the first executable; else the first file names the problem
+        found = which(given, extra=SERVICE_PATH) or which(given, extra=SERVICE_PATH, executable=False)
         if found is None:
             return 'is in none of the folders of PATH (%s)' % ', '.join(SERVICE_PATH)
         given = found
@@ -471,6 +531,7 @@ def apply_set(module, ctx, first=None):
         refuse_overrides_first(ctx, params, dropins)
     if params.get('exclusive'):
         plan = exclusive_plan(ctx, params)
+        refuse_default_release(ctx, params, plan)
         released = plan['released']
     if state == 'present' and first is not None:
         values = dict(first())

@@ -1183,25 +1183,31 @@ def fail_after_writes(module, ctx, msg, **details):
     module.fail_json(msg=msg, **json_safe(details))
 
 
-def tree_records(state_dir, path, containerd_ver):
-    """The ledger records of config.toml and of every file containerd loads with it, in load order.
+def tree_ledgers(state_dir, path, containerd_ver):
+    """(file, its parsed data, its ledger) of config.toml and of every file containerd loads with it, in load
+    order.
 
     Each ledger as it describes the bytes on disk now: a crash between a
     ledger's write and its file's rename is rolled back in memory, as the
     transaction does. A config.toml that cannot be read or parsed gives its
-    own ledger's records only (the transaction then names what is wrong).
+    own ledger only, with data None (the transaction then names what is wrong).
     """
     try:
         files = load_effective(path, ConfigDocument(path, _decode(path, read_bytes(path) or b'')).data,
                                containerd_ver).files
     except (ConfigError, TypeError):
         files = [(path, None)]
-    records = []
-    for file_path, _data in files:
+    out = []
+    for file_path, data in files:
         ledger = Ledger.load(state_dir, ledger_key(file_path))
         ledger.recover(sha256_bytes(read_bytes(file_path) or b''), file_identity(file_path))
-        records.extend(ledger.records)
-    return records
+        out.append((file_path, data, ledger))
+    return out
+
+
+def tree_records(state_dir, path, containerd_ver):
+    """The ledger records of config.toml and of every file containerd loads with it, in load order (tree_ledgers)."""
+    return [rec for _file, _data, ledger in tree_ledgers(state_dir, path, containerd_ver) for rec in ledger.records]
 
 
 def _owner_records_left(module, ctx):

@@ -245,6 +245,42 @@ def runtime_present(doc, ledger, ctx, params):
     return dict(created=created)
 
 
+def default_setter(ledger, default_path, owner, resource):
+    """Who set the default_runtime_name that names owner's runtime resource (the owner of the newest record,
+    'no recorded owner' when none), or None when that record is owner's own change for resource, which a
+    release of the runtime puts back."""
+    stack = ledger.key_stack(default_path)
+    if stack and stack[-1]['owner'] == owner and stack[-1]['resource'] == resource:
+        return None
+    return stack[-1]['owner'] if stack else 'no recorded owner'
+
+
+def default_removal_refused(path, entry, setter, default_path, before_writes=False):
+    """The refusal to remove entry's runtime, the default runtime of file path (set by setter).
+
+    An entry the call did not give (released_by: exclusive, release_all)
+    is named by the option that released it, with the fixes that option
+    takes; before_writes: refused before anything of the call was written.
+    """
+    name, released_by = entry['name'], entry.get('released_by')
+    default = ('%s is the default runtime (default_runtime_name, set by %s), so removing it would stop the CRI '
+               'plugin from loading.' % (name, setter))
+    if released_by == 'exclusive':
+        done = ('Nothing was written.' if before_writes else
+                'The release comes after the install: the install\'s changes are kept, the release\'s are not '
+                'written.')
+        return ConfigError('%s: exclusive: true releases runtime %s (owner %s recorded it, the call\'s runtimes do '
+                           'not name it), but %s %s Fix: make another runtime the default first, or keep %s by naming '
+                           'it in runtimes.' % (path, name, entry['owner'], default, done, name), key='exclusive')
+    if released_by == 'release_all':
+        return ConfigError('%s: release_all: true releases runtime %s (owner %s recorded it), but %s Fix: make '
+                           'another runtime the default first, or name it in runtimes with force: true to remove it '
+                           'and the default_runtime_name key.' % (path, name, entry['owner'], default),
+                           key='release_all')
+    return ConfigError('%s: %s Fix: make another runtime the default first, or set force: true to remove it and the '
+                       'default_runtime_name key.' % (path, default), key=dotted(default_path))
+
+
 def release_default(doc, ledger, ctx, owner, resource):
     """Undo only this owner's change of default_runtime_name."""
     release(doc, ledger, owner, resource, ctx.warn, path=doc.layout.default_runtime_name)
@@ -274,15 +310,10 @@ def runtime_absent(doc, ledger, ctx, params):
     if owner in created_by and doc.default_runtime() == name:
         # deleting our table would leave a default that points nowhere,
         # unless the default is our own change, which release puts back
-        stack = ledger.key_stack(default_path)
-        top_is_mine = stack and stack[-1]['owner'] == owner and stack[-1]['resource'] == resource
-        if not top_is_mine and not force:
-            setter = stack[-1]['owner'] if stack else 'no recorded owner'
-            raise ConfigError('%s: %s is the default runtime (default_runtime_name, set by %s), so removing it '
-                              'would stop the CRI plugin from loading. Fix: make another runtime the default '
-                              'first, or set force: true to remove it and the default_runtime_name key.'
-                              % (doc.path, name, setter), key=dotted(default_path))
-        if not top_is_mine:
+        setter = default_setter(ledger, default_path, owner, resource)
+        if setter is not None and not force:
+            raise default_removal_refused(doc.path, params, setter, default_path)
+        if setter is not None:
             _drop_default(doc, ledger, default_path)
     if mine:
         summary = release(doc, ledger, owner, resource, ctx.warn)
@@ -354,12 +385,17 @@ def batch_entries(params):
         entry['state'] = entry['state'] or params['state']
         entry['force'] = params['force'] if entry['force'] is None else entry['force']
         entry['index'] = index
+        # exclusive or release_all: an entry the call did not give, which that option released
+        entry['released_by'] = given.get('released_by')
         entries.append(entry)
     return check_batch_entries(entries, 'runtimes', 'name', 'runtime', 'installs or removes')
 
 
 def _named(entry, exc):
-    """A ConfigError of one entry, saying which entry of runtimes it is."""
+    """A ConfigError of one entry, saying which entry of runtimes it is (one the call did not give: as raised,
+    the message names the runtime and the option that released it)."""
+    if entry.get('released_by'):
+        return exc
     details = dict(exc.details)
     key = details.get('key')
     details['key'] = 'runtimes[%d]%s' % (entry['index'], '.' + key if key else '')

@@ -60,6 +60,21 @@ def test_a_name_without_a_folder_is_looked_up_in_path(tmp_path, monkeypatch):
     assert binary_problem('sh') is None  # the folders systemd gives containerd count too
 
 
+def test_a_name_in_path_is_the_first_executable_as_containerd_looks_it_up(tmp_path, monkeypatch):
+    """As Go's exec.LookPath: a file that is not executable earlier in PATH is passed over; only when no folder
+    has an executable one does the first regular file name the problem."""
+    first, second = tmp_path / 'a', tmp_path / 'b'
+    first.mkdir()
+    second.mkdir()
+    program(first, 'my-runtime', mode=0o644)
+    program(second, 'my-runtime')
+    program(first, 'my-plain', mode=0o644)
+    program(second, 'my-plain', mode=0o600)
+    monkeypatch.setenv('PATH', os.pathsep.join([str(first), str(second)]))
+    assert binary_problem('my-runtime') is None
+    assert binary_problem('my-plain') == 'is not executable (mode 0644)'
+
+
 def test_one_refusal_names_the_file_every_bad_key_and_the_fix(tmp_path):
     good = program(tmp_path, 'good')
     missing = str(tmp_path / 'missing')

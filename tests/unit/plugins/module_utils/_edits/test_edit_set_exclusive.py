@@ -100,8 +100,8 @@ def test_exclusive_with_state_absent_is_refused_naming_the_option():
     refuse_exclusive_uninstall(dict(exclusive=False, state='absent', owner='gpu'))
     with pytest.raises(ConfigError) as err:
         refuse_exclusive_uninstall(dict(exclusive=True, state='absent', owner='gpu'))
-    assert str(err.value) == ('exclusive: true makes what owner gpu recorded exactly what an install names, so it '
-                              'needs state: present. Nothing was written. Fix: leave exclusive out (release_all: true '
+    assert str(err.value) == ('exclusive: true releases what owner gpu recorded and an install no longer names, so '
+                              'it needs state: present. Nothing was written. Fix: leave exclusive out (release_all: true '
                               'with state: absent undoes everything the owner recorded).')
     assert err.value.given_details() == dict(key='exclusive')
 

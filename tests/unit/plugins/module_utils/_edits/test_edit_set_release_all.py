@@ -35,8 +35,10 @@ GPU = GPU_NVIDIA_V2_RECORDS + [
 def test_release_all_adds_the_owner_s_records_default_first_and_never_forced(tmp_path):
     params = node(tmp_path, GPU)
     out, released = with_owned(FakeContext(containerd_version=(1, 7)), params)
-    # the default first, so the prior default is back before the other tables go; none of them forced
-    assert out['runtimes'] == [dict(name='nvidia', force=False), dict(name='runc', force=False)]
+    # the default first, so the prior default is back before the other tables go; none of them forced, each
+    # marked as release_all's (a refusal names that option, not an entry of runtimes)
+    assert out['runtimes'] == [dict(name='nvidia', force=False, released_by='release_all'),
+                               dict(name='runc', force=False, released_by='release_all')]
     assert out['settings'] == [dict(key=ENABLE_CDI, raw=True)]
     assert out['imports'] == ['/etc/containerd/conf.d/gpu.toml']
     assert released == dict(runtimes=['runc', 'nvidia'], tables=['nvidia'], settings=[ENABLE_CDI],
@@ -49,7 +51,8 @@ def test_entries_the_call_names_stay_as_given_and_are_not_added_twice(tmp_path):
     params.update(runtimes=[dict(name='runc', force=True), dict(name='kata')],
                   settings=[dict(key=ENABLE_CDI, raw=True, value=None)], imports=['conf.d/other.toml'])
     out, _released = with_owned(FakeContext(containerd_version=(1, 7)), params)
-    assert out['runtimes'] == [dict(name='runc', force=True), dict(name='kata'), dict(name='nvidia', force=False)]
+    assert out['runtimes'] == [dict(name='runc', force=True), dict(name='kata'),
+                               dict(name='nvidia', force=False, released_by='release_all')]
     assert out['settings'] == [dict(key=ENABLE_CDI, raw=True, value=None)]
     assert out['imports'] == ['conf.d/other.toml', '/etc/containerd/conf.d/gpu.toml']
 
