@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+"""_secrets: the secret_keys option's dotted TOML paths, spelled every way TOML allows a key."""
+
+import pytest
+
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
+
+
+@pytest.mark.parametrize('text,parts', [
+    ('plugins."hdr\\"quoted\\"".token', ('plugins', 'hdr"quoted"', 'token')),
+    ('plugins."a\\\\b".token', ('plugins', 'a\\b', 'token')),
+    ("plugins.'C:\\'.token", ('plugins', 'C:\\', 'token')),
+    ("plugins.'say \"hi\"'.token", ('plugins', 'say "hi"', 'token')),
+])
+def test_quoted_keys_keep_their_escapes_and_literal_backslashes(text, parts):
+    assert secrets.split_pattern(text) == parts
+
+
+@pytest.mark.parametrize('text', ['a."".b', "a.''.b"])
+def test_an_empty_quoted_key_is_a_key(text):
+    assert secrets.split_pattern(text) == ('a', '', 'b')
+
+
+def test_a_user_path_with_an_escaped_quote_makes_that_value_secret():
+    patterns = secrets.parse_patterns(['plugins."x\\"y".token'])
+    data = {'plugins': {'x"y': {'token': 'quoted-key-secret'}, 'xy': {'token': 'plain-value'}}}
+    assert secrets.secret_values(data, patterns) == {'quoted-key-secret'}
+
+
+def test_a_leading_dot_is_refused_as_an_empty_key_at_offset_0():
+    with pytest.raises(secrets.SecretKeyError) as exc:
+        secrets.parse_patterns(['.registry.headers'])
+    assert "(bad key '' at offset 0)" in str(exc.value)
+
+
+def test_a_path_given_twice_or_a_built_in_one_given_again_is_kept_once():
+    builtin = 'plugins."io.containerd.grpc.v1.cri".registry.configs.*.auth.password'
+    patterns = secrets.parse_patterns(['plugins.x.token', builtin, 'plugins.x.token'])
+    assert patterns == secrets.BUILTIN_PATTERNS + (('plugins', 'x', 'token'),)
