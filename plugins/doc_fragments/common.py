@@ -162,10 +162,11 @@ options:
       - Every secret value of the config, of each drop-in it imports, of the candidate and of the ledger is masked
         as C(********) wherever it would appear in the task's output (C(diff), C(msg), warnings, return values, the
         task's own arguments), also in check mode; a changed secret is named in C(secrets_changed) and in a
-        warning, never shown. A setting whose key is a secret path (also an entry of C(settings)), and a drop-in
-        C(content) that holds a secret, are masked in the task's arguments without C(no_log), also in the line
-        the module logs on the node when it starts. Whole values are masked, so a user name (not a secret)
-        stays readable.
+        warning, never shown. A setting whose key is a secret path or a table a secret path lies under (also an
+        entry of C(settings)), a runtime's C(options) or C(settings) that hold a secret, and a drop-in C(content)
+        that holds a secret, are masked in the task's arguments without C(no_log), also in the line the module
+        logs on the node when it starts. Whole values are masked, so a user name (not a secret) stays readable,
+        unless the task gives it inside a whole table with a secret (such a value is masked whole).
       - See C(docs/secrets.md).
     type: list
     elements: str

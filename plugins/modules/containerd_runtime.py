@@ -363,6 +363,7 @@ owner:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.secrets import mark_secret_options
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import (
     COMMON_ARGUMENT_SPEC,
     run_batch,
@@ -389,6 +390,8 @@ def main():
         state=dict(type='str', default='present', choices=['present', 'absent']),
     )
     argument_spec.update(COMMON_ARGUMENT_SPEC)
+    # options or settings that hold a secret (secret_keys) are never logged or returned as given
+    argument_spec = mark_secret_options(argument_spec)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_one_of=[('name', 'runtimes')],
                            mutually_exclusive=[('runtimes', key) for key in ONE_RUNTIME])

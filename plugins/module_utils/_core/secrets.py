@@ -26,6 +26,7 @@ __metaclass__ = type
 import json
 import os
 
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import Layout
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import (
     TomlLayoutError,
     dotted_path,
@@ -46,6 +47,9 @@ BUILTIN_PATTERNS = tuple(
      for plugin in REGISTRY_PLUGINS for field in SECRET_FIELDS]
     + [('plugins', plugin, 'registry', 'auths', '*', field) for plugin in REGISTRY_PLUGINS for field in SECRET_FIELDS]
 )
+
+# the config versions whose key paths differ (version 4 has version 3's)
+LAYOUT_VERSIONS = (2, 3)
 
 # the module of this process (one module per process), and what was noted before it was bound
 _STATE = {'module': None, 'patterns': BUILTIN_PATTERNS, 'pending': set(), 'noted': set()}
@@ -77,9 +81,7 @@ def split_pattern(text):
         while pos < len(text) and text[pos] in ' \t':
             pos += 1
         if pos < len(text) and text[pos] in '"\'':
-            end = text.find(text[pos], pos + 1)
-            while text[pos] == '"' and end > 0 and text[end - 1] == '\\':
-                end = text.find('"', end + 1)
+            end = _closing_quote(text, pos)
             if end < 0:
                 raise ValueError('unterminated quote at offset %d' % pos)
             raw = text[pos:end + 1]
@@ -101,10 +103,31 @@ def split_pattern(text):
     return tuple(parts)
 
 
+def _closing_quote(text, start):
+    """The offset of the quote that ends the quoted key opening at start (-1: none). In a basic string ("...") a
+    quote after an odd run of backslashes is escaped; after an even one (``"C:\\\\"``) the backslashes pair up and
+    the quote ends the key. A literal string ('...') has no escapes."""
+    end = text.find(text[start], start + 1)
+    while text[start] == '"' and end > 0 and _escaped(text, end):
+        end = text.find('"', end + 1)
+    return end
+
+
+def _escaped(text, pos):
+    """The character at pos follows an odd number of backslashes."""
+    run = len(text[:pos]) - len(text[:pos].rstrip('\\'))
+    return run % 2 == 1
+
+
 def _covers(pattern, path):
     """pattern names path itself or a table above it."""
     if len(pattern) > len(path):
         return False
+    return _agree(pattern, path)
+
+
+def _agree(pattern, path):
+    """pattern and path name the same keys as far as the shorter goes (one lies in or at the other)."""
     return all(p == '*' or p == k for p, k in zip(pattern, path))
 
 
@@ -113,18 +136,40 @@ def is_secret_path(path, patterns=None):
     return any(_covers(p, tuple(path)) for p in patterns)
 
 
+def holds_secret_path(path, patterns=None):
+    """path is a secret, or a table a secret path lies under (a value given for it may hold a secret)."""
+    patterns = _STATE['patterns'] if patterns is None else patterns
+    return any(_agree(p, tuple(path)) for p in patterns)
+
+
 def secret_leaves(data, patterns=None, prefix=()):
-    """[(path, value)] of every secret value in data (plain or tomlkit dicts), in document order."""
+    """[(path, value)] of every secret scalar in data (plain or tomlkit dicts), in document order.
+
+    An array's items (tables or values) are at the array's own path, as TOML
+    spells their keys (``[[a.b]]`` then ``token``: ``a.b.token``), so a path
+    may come once per item.
+    """
     out = []
     if not isinstance(data, dict):
         return out
     for key, value in data.items():
-        path = prefix + (str(key),)
-        if isinstance(value, dict):
-            out.extend(secret_leaves(value, patterns, path))
-        elif is_secret_path(path, patterns):
-            out.append((path, value))
+        out.extend(_leaves_at(prefix + (str(key),), value, patterns))
     return out
+
+
+def _leaves_at(path, value, patterns):
+    if isinstance(value, dict):
+        return secret_leaves(value, patterns, path)
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaves_at(path, item, patterns)]
+    return [(path, value)] if is_secret_path(path, patterns) else []
+
+
+def _placed(path, value):
+    """value as a document holds it at path (a setting's value, a runtime's options)."""
+    for key in reversed(tuple(path)):
+        value = {key: value}
+    return value
 
 
 def _plain(value):
@@ -137,11 +182,9 @@ def _plain(value):
 
 
 def _forms(value):
-    """The texts a secret value may be written as: itself, its TOML and JSON escaped spellings."""
+    """The texts a secret scalar may be written as: itself, its TOML and JSON escaped spellings."""
     value = _plain(value)
-    if isinstance(value, (list, tuple)):
-        return [f for v in value for f in _forms(v)]
-    if isinstance(value, dict) or value is None or isinstance(value, bool):
+    if value is None or isinstance(value, bool):
         return []
     text = value if isinstance(value, str) else str(value)
     forms = set([text])
@@ -197,13 +240,15 @@ def note_data(data):
 
 
 def raw_values(path, raw, patterns=None):
-    """The texts of a raw TOML value recorded for a key (a ledger's prior or value) when the key is a secret."""
-    if not isinstance(raw, str) or not isinstance(path, (list, tuple)) or not is_secret_path(path, patterns):
+    """The secret texts of a raw TOML value recorded for a key (a ledger's prior or value): the key's own value
+    when it is a secret, those under it when it is a table a secret path lies under."""
+    if not isinstance(raw, str) or not isinstance(path, (list, tuple)) or not holds_secret_path(path, patterns):
         return set()
     try:
-        return set(_forms(parse_raw_value(raw)))
+        value = parse_raw_value(raw)
     except Exception:  # not a value text: masked as written
         return set([raw])
+    return secret_values(_placed(path, value), patterns)
 
 
 def record_values(records, patterns=None):
@@ -231,21 +276,11 @@ def note_text(text):
 
 
 def note_params(params):
-    """Secrets a task gives in its own arguments: a setting whose key is a secret path, a drop-in's content."""
-    settings = list(params.get('settings') or [])
-    if params.get('key') is not None:
-        settings.append(dict(key=params.get('key'), value=params.get('value'), raw=params.get('raw')))
-    for entry in settings:
-        if not isinstance(entry, dict) or entry.get('value') is None:
-            continue
-        try:
-            path = parse_dotted_key(str(entry.get('key')))
-        except (TomlLayoutError, ValueError, IndexError):
-            continue
-        if is_secret_path(path):
-            note_values(_forms(entry['value']))
-    contents = [params.get('content')] + [d.get('content') for d in params.get('dropins') or []
-                                          if isinstance(d, dict)]
+    """Secrets a task gives in its own arguments: a setting's value at or under a secret path, a runtime's
+    options and settings, a drop-in's content."""
+    for path, value in _given_values(params):
+        note_data(_placed(path, value))
+    contents = [params.get('content')] + [d.get('content') for d in _dicts(params.get('dropins'))]
     for content in contents:
         if isinstance(content, str):
             note_text(content)
@@ -253,6 +288,56 @@ def note_params(params):
     dropins = [params.get('dropin')] + list(params.get('dropins') or [])
     for path in [d.get('path') if isinstance(d, dict) else d for d in dropins]:
         note_file(path)
+
+
+def _given_values(params):
+    """(path, value) of each value the task gives for a place in the config: a setting's (at every path its key
+    may stand for), a runtime's options and settings (at its table in every config version)."""
+    out = []
+    for key, value in _settings_given(params):
+        out.extend((path, value) for path in _key_paths(key) if value is not None)
+    for entry in [params] + _dicts(params.get('runtimes')):
+        out.extend((path, value) for _option, path, value in _runtime_values(entry) if value is not None)
+    return out
+
+
+def _dicts(value):
+    """The dict entries of a list option (anything else: AnsibleModule reports it)."""
+    return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
+
+
+def _settings_given(params):
+    """(key, value) of the task's key and value and of each entry of its settings list."""
+    given = [(e.get('key'), e.get('value')) for e in _dicts(params.get('settings'))]
+    if params.get('key') is not None:
+        given.append((params.get('key'), params.get('value')))
+    return given
+
+
+def _key_paths(key):
+    """The paths a setting's key may stand for: the dotted TOML key (raw) and the logical name's path in each
+    config version (the file, so its version, is read only later)."""
+    if key is None:
+        return []
+    paths = [Layout(v).logical[str(key)] for v in LAYOUT_VERSIONS if str(key) in Layout(v).logical]
+    try:
+        paths.append(parse_dotted_key(str(key)))
+    except (TomlLayoutError, ValueError, IndexError):
+        pass
+    return paths
+
+
+def _runtime_values(entry):
+    """(option, path, value) of a runtime's options and settings, at its table in each config version."""
+    name = entry.get('name')
+    if not isinstance(name, str):
+        return []
+    out = []
+    for version in LAYOUT_VERSIONS:
+        table = Layout(version).runtime(name)
+        out.append(('options', table + ('options',), entry.get('options')))
+        out.append(('settings', table, entry.get('settings')))
+    return out
 
 
 def note_file(path, limit=4 * 1024 * 1024):
@@ -274,8 +359,11 @@ def mark_secret_options(argument_spec):
     before bind() could note anything; a no_log option is logged (and returned
     in the invocation) as a placeholder. So, read from the task's arguments
     (which Ansible parses once and keeps): ``value`` when ``key`` is a secret
-    path, every ``settings`` entry's ``value`` when one entry's key is, and
-    ``content`` (also of ``dropins`` entries) when the TOML text holds a
+    path or a table a secret path lies under (a value given for it, such as a
+    whole ``auth`` table, may hold the secret), every ``settings`` entry's
+    ``value`` when one entry's key is such a path, a runtime's ``options`` or
+    ``settings`` (also of ``runtimes`` entries) when they hold a secret value,
+    and ``content`` (also of ``dropins`` entries) when the TOML text holds a
     secret. Anything unreadable is left to AnsibleModule to report.
     """
     try:
@@ -285,27 +373,33 @@ def mark_secret_options(argument_spec):
     except BaseException:  # AnsibleModule reads the same arguments and says what is wrong with them
         return argument_spec
     spec = dict(argument_spec)
-    if 'value' in spec and _is_secret_key(params.get('key'), patterns) and params.get('value') is not None:
+    if 'value' in spec and _key_holds_secret(params.get('key'), patterns) and params.get('value') is not None:
         spec['value'] = dict(spec['value'], no_log=True)
-    entries = params.get('settings') if isinstance(params.get('settings'), list) else []
-    if 'settings' in spec and any(isinstance(e, dict) and _is_secret_key(e.get('key'), patterns) for e in entries):
-        spec['settings'] = _suboption_no_log(spec['settings'], 'value')
+    if any(_key_holds_secret(e.get('key'), patterns) for e in _dicts(params.get('settings'))):
+        _mark_suboption(spec, 'settings', 'value')
+    for option in _runtime_secret_options(params, patterns):
+        if (spec.get(option) or {}).get('type') == 'dict':  # containerd_runtime's own options and settings
+            spec[option] = dict(spec[option], no_log=True)
+    for entry in _dicts(params.get('runtimes')):
+        for option in _runtime_secret_options(entry, patterns):
+            _mark_suboption(spec, 'runtimes', option)
     if 'content' in spec and _holds_secret(params.get('content'), patterns):
         spec['content'] = dict(spec['content'], no_log=True)
-    dropins = params.get('dropins') if isinstance(params.get('dropins'), list) else []
-    if _suboptions(spec.get('dropins')).get('content') and any(
-            isinstance(d, dict) and _holds_secret(d.get('content'), patterns) for d in dropins):
-        spec['dropins'] = _suboption_no_log(spec['dropins'], 'content')
+    if any(_holds_secret(d.get('content'), patterns) for d in _dicts(params.get('dropins'))):
+        _mark_suboption(spec, 'dropins', 'content')
     return spec
 
 
-def _is_secret_key(key, patterns):
-    if key is None:
-        return False
-    try:
-        return is_secret_path(parse_dotted_key(str(key)), patterns)
-    except (TomlLayoutError, ValueError, IndexError):
-        return False
+def _key_holds_secret(key, patterns):
+    """key (at any path it may stand for) is a secret or a table a secret path lies under. A value given for it
+    holds a secret only then: a secret under the value is at a path that one of those patterns names."""
+    return any(holds_secret_path(path, patterns) for path in _key_paths(key))
+
+
+def _runtime_secret_options(entry, patterns):
+    """The names of a runtime's options (options, settings) whose values hold a secret value."""
+    return set(option for option, path, value in _runtime_values(entry)
+               if isinstance(value, dict) and secret_values(_placed(path, value), patterns))
 
 
 def _holds_secret(content, patterns):
@@ -322,18 +416,28 @@ def _suboptions(option):
     return (option or {}).get('options') or {}
 
 
-def _suboption_no_log(option, name):
-    options = dict(_suboptions(option))
-    options[name] = dict(options[name], no_log=True)
-    return dict(option, options=options)
+def _mark_suboption(spec, option, name):
+    """spec's option with its suboption name made no_log (an option without it stays as it is)."""
+    options = dict(_suboptions(spec.get(option)))
+    if name in options:
+        options[name] = dict(options[name], no_log=True)
+        spec[option] = dict(spec[option], options=options)
 
 
 # ------------------------------------------------------------ what changed, redacted copies
 def changed_secrets(before, after, patterns=None):
     """Dotted paths of the secret values that differ between two documents' data (added, removed, changed)."""
-    old = dict(secret_leaves(before or {}, patterns))
-    new = dict(secret_leaves(after or {}, patterns))
-    return [dotted_path(p) for p in sorted(set(old) | set(new)) if _plain(old.get(p)) != _plain(new.get(p))]
+    old = _values_by_path(before, patterns)
+    new = _values_by_path(after, patterns)
+    return [dotted_path(p) for p in sorted(set(old) | set(new)) if old.get(p) != new.get(p)]
+
+
+def _values_by_path(data, patterns):
+    """{path: [value, ...]}: an array's items share their array's path, so each path holds a list of values."""
+    out = {}
+    for path, value in secret_leaves(data or {}, patterns):
+        out.setdefault(path, []).append(_plain(value))
+    return out
 
 
 def redact_text(text, values):

@@ -37,3 +37,27 @@ def test_a_path_given_twice_or_a_built_in_one_given_again_is_kept_once():
     builtin = 'plugins."io.containerd.grpc.v1.cri".registry.configs.*.auth.password'
     patterns = secrets.parse_patterns(['plugins.x.token', builtin, 'plugins.x.token'])
     assert patterns == secrets.BUILTIN_PATTERNS + (('plugins', 'x', 'token'),)
+
+
+@pytest.mark.parametrize('text,parts', [
+    # TOML reads "C:\\" as C:\ : the backslashes pair up, the quote ends the key
+    ('plugins."C:\\\\".token', ('plugins', 'C:\\', 'token')),
+    ('plugins."a\\\\\\\\".token', ('plugins', 'a\\\\', 'token')),
+    # an odd run: the last backslash escapes the quote
+    ('plugins."a\\\\\\"b".token', ('plugins', 'a\\"b', 'token')),
+    ('"\\\\"', ('\\',)),
+])
+def test_a_quote_after_an_even_run_of_backslashes_ends_the_key(text, parts):
+    assert secrets.split_pattern(text) == parts
+
+
+def test_a_quote_after_an_odd_run_of_backslashes_leaves_the_key_open():
+    with pytest.raises(secrets.SecretKeyError) as exc:
+        secrets.parse_patterns(['plugins."a\\\\\\".token'])
+    assert '(unterminated quote at offset 8)' in str(exc.value)
+
+
+def test_a_user_path_whose_key_ends_in_a_backslash_makes_that_value_secret():
+    patterns = secrets.parse_patterns(['plugins."C:\\\\".token'])
+    data = {'plugins': {'C:\\': {'token': 'backslash-key-secret'}, 'C:': {'token': 'plain-value'}}}
+    assert secrets.secret_values(data, patterns) == {'backslash-key-secret'}
