@@ -175,12 +175,19 @@ options:
     default: false
   exclusive:
     description:
-      - With O(state=present), O(owner)'s changes become exactly what this call says. After the install's
-        transaction, in the same module run, what the ledgers of C(config.toml) and of the files it loads record
-        for O(owner) (as O(release_all) reads them) and the call does not name is undone, as O(state=absent) with
-        O(release_all=true) would undo it - runtimes not in O(runtimes) (never forced; the one O(owner) made the CRI
-        default first, so the prior default is back before its table goes), settings whose key O(settings) does
-        not set, and imports not in O(imports).
+      - With O(state=present), O(owner)'s runtimes, settings and imports (a drop-in's import too, not its file)
+        that this call no longer asks for are released. After the install's transaction, in the same module run,
+        what the ledgers of C(config.toml) and of the files it loads record for O(owner) (as O(release_all) reads
+        them) and the call does not name is undone, as O(state=absent) with O(release_all=true) would undo it -
+        runtimes not in O(runtimes) (never forced; the one O(owner) made the CRI default first, so the prior default
+        is back before its table goes), settings whose key O(settings) does not set, and imports not in O(imports).
+      - Keys inside a runtime that O(runtimes) still names stay as they are, even those O(owner) set earlier and
+        this call leaves out (an C(options) key dropped from the entry is not undone); of such a runtime only a
+        change of C(default_runtime_name) can be undone (below).
+      - A runtime it would release that is still the CRI default by another change (another owner's, or a hand
+        edit) makes the module fail naming the runtime and O(exclusive); when that is known from the files as
+        read, before anything is written. Fix it by making another runtime the default first, or keep the runtime
+        by naming it in O(runtimes).
       - A setting is named when its key path is the one recorded, whatever the spelling (V(cri.enable_cdi) names
         C(plugins."io.containerd.grpc.v1.cri".enable_cdi) on a version 2 config, and the version 3 path on a
         version 3 one). An import is named in any spelling of the same file.
@@ -503,6 +510,29 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.secrets
 SNAPSHOT_DEFAULTS = dict((key, spec['default']) for key, spec in SNAPSHOT_OPTIONS.items())
 
 
+# what containerd_baseline says when it refuses the tree itself; its fixes name its own options (allow_broken,
+# state: restore), which the baseline option does not have
+TREE_REFUSED = 'so no snapshot was taken'
+RESTORE_FIX = ('put back an older baseline with nodeguard.containerd.containerd_baseline state=restore (or the '
+               'playbook playbooks/restore.yml)')
+
+
+def baseline_refusal(given, result):
+    """containerd_baseline's refusal of the snapshot as this module's message: the baseline's name, then its
+    reason; a refused tree gets the fixes that apply from here."""
+    msg = result.get('msg') or ''
+    what = msg.rpartition(' Fix: ')[0] or msg  # the fix comes last; a problem quoted before it may hold one
+    if TREE_REFUSED in what:
+        fix = 'repair the config first, or %s' % RESTORE_FIX
+        if result.get('problems'):
+            fix += ('; to record this tree anyway, with its problems, take the baseline with '
+                    'nodeguard.containerd.containerd_baseline state=snapshot, allow_broken=true (name %s, store %s) '
+                    'before this call, which then leaves it alone' % (given['name'], os.path.abspath(given['store'])))
+        msg = '%s. Nothing was written. Fix: %s.' % (what.rstrip('. '), fix)
+    msg = 'baseline %s: %s' % (given['name'], msg)
+    return msg if 'Nothing was written' in msg else msg.rstrip('. ') + '. Nothing was written.'
+
+
 def take_baseline(module):
     """The baseline option: containerd_baseline state=snapshot's own run (its files, manifest and locks), before
     any write of this call, while no lock of the call is held; one that exists is left alone."""
@@ -513,9 +543,7 @@ def take_baseline(module):
         result, failed = run_state(module, 'snapshot', given['store'], given['name'], path)
     if failed:
         details = dict((k, v) for k, v in result.items() if k not in ('msg', 'changed'))
-        msg = 'baseline %s: %s' % (given['name'], result.get('msg'))
-        raise ConfigError(msg if 'Nothing was written' in msg else msg.rstrip('. ') + '. Nothing was written.',
-                          **dict(details, key='baseline'))
+        raise ConfigError(baseline_refusal(given, result), **dict(details, key='baseline'))
     return dict(changed=bool(result.get('changed')),
                 baseline=dict(name=given['name'], store=os.path.abspath(given['store']), folder=result.get('baseline'),
                               taken=bool(result.get('changed')), snapshot=result.get('snapshot'),

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from helpers.common import binary_of, read
+from helpers.common import assert_containerd_accepts, binary_of, read
 from helpers.trees import DROPIN_MAIN, KATA_DROPIN
 
 NVIDIA = dict(name='nvidia', options={'BinaryName': '/usr/bin/nvidia-container-runtime'})
@@ -83,9 +83,40 @@ def test_a_refused_tree_takes_no_baseline_and_writes_nothing(run_module, config,
     binary, path, original, store = fresh_tree(
         config, workdir, 'host', 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "crun"\n')
     res = install(run_module, path, binary, store, expect_fail=True)
-    assert res['msg'].startswith('baseline default: containerd would not load') and 'Nothing was written' in res['msg']
+    msg = res['msg']
+    assert msg.startswith('baseline default: containerd would not load %s' % path) and 'Nothing was written' in msg
     assert res['key'] == 'baseline' and read(path, 'rb') == original
     assert not os.path.exists(os.path.join(store, 'default', 'current'))
+    # the fixes apply from containerd_config: containerd_baseline's own options are named as that module's
+    assert msg.endswith(
+        'Fix: repair the config first, or put back an older baseline with nodeguard.containerd.containerd_baseline '
+        'state=restore (or the playbook playbooks/restore.yml); to record this tree anyway, with its problems, take '
+        'the baseline with nodeguard.containerd.containerd_baseline state=snapshot, allow_broken=true (name default, '
+        'store %s) before this call, which then leaves it alone.' % store), msg
+    assert 'set allow_broken: true' not in msg and 'with state: restore' not in msg
+    # the problem is quoted whole, its own fix too (which applies here as well)
+    assert "default_runtime_name is 'crun'" in msg and 'Fix: define the runtime, or point default_runtime_name at ' \
+        'one of: runc. Nothing was written. Fix: repair the config first' in msg
+    # the way the fix says: containerd_baseline takes the broken tree, then the call leaves that baseline alone
+    # (here the call itself repairs the tree: it adds the runtime the default names)
+    taken = run_module('containerd_baseline', path=path, containerd_bin=binary, name='default', store=store,
+                       allow_broken=True)
+    assert taken['changed']
+    repaired = install(run_module, path, binary, store, runtimes=[CRUN])
+    assert repaired['changed'] and repaired['baseline']['taken'] is False
+    assert repaired['baseline']['snapshot'] == taken['snapshot']
+    assert_containerd_accepts(path, binary)
+
+
+def test_a_file_that_does_not_parse_takes_no_baseline_with_fixes_that_apply_here(run_module, config, workdir):
+    binary, path, original, store = fresh_tree(config, workdir, 'host', 'version = 2\n[plugins\n')
+    res = install(run_module, path, binary, store, expect_fail=True)
+    msg = res['msg']
+    assert msg.startswith('baseline default: ') and path in msg and res['key'] == 'baseline', msg
+    assert msg.endswith('so no snapshot was taken. Nothing was written. Fix: repair the config first, or put back '
+                        'an older baseline with nodeguard.containerd.containerd_baseline state=restore (or the playbook '
+                        'playbooks/restore.yml).'), msg
+    assert 'allow_broken' not in msg and read(path, 'rb') == original
 
 
 @pytest.mark.parametrize('tree,which', [('v2_kubeadm.toml', '1.7'), ('dropin', '2')])
