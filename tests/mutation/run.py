@@ -1300,7 +1300,7 @@ def list_stale_equivalents(cfg, equivalents, files=None):
 
 
 # --------------------------------------------------------------------- main
-def main(argv=None):
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     ap.add_argument('--changed', action='store_true', help='only lines changed against --base (working tree)')
     ap.add_argument('--base', default='HEAD', help='git revision --changed compares with (default HEAD)')
@@ -1337,17 +1337,232 @@ def main(argv=None):
                     help='run nothing: list the entries of equivalents.toml (of --files) that name no mutant of the '
                          'working tree, and exit 1 if there are')
     args = ap.parse_args(argv)
-    if args.rescore:
-        return rescore(Path(args.rescore))
     if args.recheck and not args.with_tests:
         ap.error('--recheck needs --with-tests')
+    return args
 
+
+def cosmic_ray_version():
     try:
         import cosmic_ray  # noqa: F401 pylint: disable=unused-import
         from importlib.metadata import version
-        cr_version = version('cosmic-ray')
+        return version('cosmic-ray')
     except ImportError:
         raise SystemExit('cosmic-ray is not installed in this Python (%s): run `make deps`' % sys.executable)
+
+
+def chosen_files(args, cfg):
+    """(files of cfg's source to mutate, {file: changed lines} with --changed else None); files is empty when
+    --changed finds nothing changed."""
+    files = source_files(cfg)
+    only = None
+    if args.changed:
+        only = changed_lines(cfg, args.base)
+        files = [f for f in files if f in only]
+        if not files:
+            log('nothing changed in %s against %s: no mutants' % (cfg['source'], args.base))
+            return [], only
+        log('changed against %s: %s' % (args.base, ', '.join('%s (%d lines)' % (f, len(only[f])) for f in files)))
+    if args.files:
+        unknown = [f for f in args.files if f not in source_files(cfg)]
+        if unknown:
+            raise SystemExit('not in %s: %s' % (cfg['source'], ', '.join(unknown)))
+        files = [f for f in files if f in args.files]
+    return files, only
+
+
+def prepare_trees(args, cfg, trees, run_dir, out_dir, workers):
+    """The copies' test map, the tests left out ({node id: why}), fork servers and canaries; (trace, excluded)."""
+    log('copying the %s into %s' % ('working tree' if args.tree == 'worktree' else 'HEAD', run_dir))
+    for tree in trees:
+        copy_tree(tree, args.tree, args.overlay, args.rev)
+    trace = trace_tests(trees[0], cfg, workers, out_dir / 'cache')
+    excluded = dict((n, 'failed on the unmutated copy') for n, e in trace['tests'].items()
+                    if e['outcome'] == 'failed')
+    for prefix in cfg.get('exclude_tests', []):
+        for n in trace['tests']:
+            if n.startswith(prefix['test']):
+                excluded[n] = prefix['reason']
+    for n in sorted(excluded):
+        log('left out: %s (%s)' % (n, excluded[n]))
+    log('test map: %d tests' % len(trace['tests']))
+    if not args.no_fork_server:
+        start_fork_servers(trees, run_dir)
+    check_canaries(trees, cfg, excluded)
+    return trace, excluded
+
+
+class MutantRun(object):
+    """One run's mutants: made file by file and queued at once (the workers start on the first file), judged
+    by the workers, recorded with their outcome."""
+
+    def __init__(self, args, cfg, trace, excluded, equivalents, only):
+        self.args, self.cfg, self.trace, self.excluded = args, cfg, trace, excluded
+        self.equivalents, self.only = equivalents, only
+        self.records, self.originals = [], {}
+        self.queued = self.done = 0
+        self.work, self.produced = queue.Queue(), threading.Event()
+        self.run_start = time.monotonic()
+        self.tree = None
+
+    def produce(self, files):
+        """Mutants file by file, queued as soon as each file is made (the workers start at once)."""
+        try:
+            for name in files:
+                try:
+                    self.produce_file(name)
+                except Exception as exc:  # pylint: disable=broad-except
+                    # one file's failure must not end the run's other files
+                    log('%s: its mutants could not be made (%s: %s); none of them run'
+                        % (name, type(exc).__name__, exc))
+        finally:
+            self.produced.set()
+
+    def produce_file(self, name):
+        only = self.only
+        code, mutants = make_mutants(self.tree, self.cfg, name, only_lines=only.get(name) if only else None)
+        self.originals[name] = code
+        limit = self.args.limit
+        if limit is not None and len(mutants) > limit:
+            step = len(mutants) / float(limit)
+            mutants = [mutants[int(i * step)] for i in range(limit)]
+        n_jobs = 0
+        groups = {}
+        for m in mutants:
+            self.records.append(m)
+            judged = self.tests_to_run(m)
+            if judged is None:
+                continue
+            if m['group']:
+                if m['group'] in groups:
+                    groups[m['group']]['siblings'].append(m)
+                    m['decided_by'] = groups[m['group']]['job_id']
+                    continue
+                groups[m['group']] = m
+                m['siblings'] = []
+            self.work.put((m,) + judged)
+            self.queued += 1
+            n_jobs += 1
+        log('%s: %d mutants, %d to run (%d more decided by the run of a sibling)'
+            % (name, len(mutants), n_jobs, sum(len(g['siblings']) for g in groups.values())))
+
+    def tests_to_run(self, m):
+        """(tests, total, slowest) of a mutant to run; None for one decided here (an equivalent, or a mutant no
+        test runs)."""
+        reason = equivalent_reason(m, self.equivalents)
+        if reason:
+            m.update(outcome=EQUIVALENT, reason=reason)
+            return None
+        tests, total, slowest = select_tests(m, self.trace, self.excluded)
+        if self.args.max_tests and len(tests) > self.args.max_tests:
+            m['tests_capped'] = len(tests)
+        m['tests'] = tests
+        if not tests:
+            m['outcome'] = UNCOVERED
+            return None
+        m['outcome'] = NOT_RUN
+        return tests, total, slowest
+
+    def on_result(self, mutant, outcome, out, secs):
+        mutant['outcome'] = outcome
+        mutant['seconds'] = round(secs, 2)
+        if outcome == KILLED:
+            mutant['killed_by'] = _first_failure(out)
+        else:
+            mutant['output'] = out[-3000:]
+        for sib in mutant.get('siblings', []):
+            sib.update(outcome=outcome, killed_by=mutant.get('killed_by'), seconds=0.0)
+        self.done += 1
+        if self.done % 25 == 0 or outcome in (SURVIVED, INCOMPETENT):
+            log('%d/%d (%.1f/min) %s:%d %s %s'
+                % (self.done, self.queued, self.per_minute(), mutant['file'], mutant['start'][0],
+                   mutant['operator'], outcome))
+
+    def per_minute(self):
+        return self.done / max(1e-6, (time.monotonic() - self.run_start) / 60.0)
+
+    def run(self, trees, files, deadline):
+        """Produce and judge every mutant of files (until deadline); the jobs left not run."""
+        self.tree = trees[0]
+        self.run_start = time.monotonic()
+        producer = threading.Thread(target=self.produce, args=(files,), daemon=True)
+        producer.start()
+        left = run_jobs(trees, self.cfg, self.originals, self.work, self.produced, deadline, self.on_result)
+        producer.join()
+        by_id = dict((r['job_id'], r) for r in self.records)
+        for r in self.records:   # siblings queued after their representative was judged
+            if r.get('decided_by') and r['outcome'] == NOT_RUN and by_id[r['decided_by']]['outcome'] != NOT_RUN:
+                rep = by_id[r['decided_by']]
+                r.update(outcome=rep['outcome'], killed_by=rep.get('killed_by'), seconds=0.0)
+        if left:
+            log('time budget reached: %d mutants not run' % len(left))
+        return left
+
+
+def report_run(ctx, run, files, left):
+    """report.md / report.json, the table and the exit status: 1 when a file scores below fail_under or a
+    mutant was not run."""
+    args, cfg, trees, run_dir, out_dir = ctx['args'], ctx['cfg'], ctx['trees'], ctx['run_dir'], ctx['out_dir']
+    rows = summarise(files, run.records)
+    # entries of these files that named no mutant (every operator counts, so not only this run's set)
+    stale = [dict(e, why=why) for e, why in
+             equivalents_status(trees[0], cfg, [e for e in ctx['equivalents'] if e['file'] in files], files)[1]]
+    if stale:
+        log('equivalents.toml: %d entries of these files name no mutant (report.md lists them; '
+            'run.py --stale-equivalents)' % len(stale))
+    elapsed = time.monotonic() - ctx['t0']
+    meta = dict(started=ctx['started'].isoformat(timespec='seconds'),
+                finished=datetime.datetime.now().isoformat(timespec='seconds'),
+                elapsed='%d min %02d s' % (elapsed // 60, elapsed % 60), tree=args.tree,
+                head=git('rev-parse', '--short', args.rev).strip(), max_tests=args.max_tests,
+                mode='changed lines against %s' % args.base if args.changed else 'all lines',
+                workers=len(trees), cosmic_ray=ctx['cr_version'],
+                command=' '.join(['run.py'] + (ctx['argv'] or sys.argv[1:])),
+                excluded_tests=run.excluded, mutants_per_minute=round(run.per_minute(), 1),
+                operators=cfg['operators'], operator_names=ctx['operator_names'],
+                fork_server=fork_server_summary(trees, args.no_fork_server), stale_equivalents=stale)
+    save_sessions(run_dir, cfg, files, run.records)
+    write_report(run_dir, meta, rows, run.records, out_dir)
+    print_table(rows)
+    log('report: %s (sessions for cr-report: %s)' % (out_dir / 'report.md', run_dir / 'sessions'))
+    low = [r['file'] for r in rows if r['score'] is not None and r['score'] < cfg['fail_under']]
+    if low or left:
+        log('below %.0f %%: %s%s' % (cfg['fail_under'], ', '.join(low) or 'none',
+                                     '; %d not run' % len(left) if left else ''))
+        return 1
+    return 0
+
+
+def run_all(args, argv, cfg, equivalents, cr_version, operator_names):
+    """The whole mutation run of the chosen files in copies of the tree; its exit status."""
+    workers = max(1, min(2, args.workers or cfg['workers']))
+    started = datetime.datetime.now()
+    t0 = time.monotonic()
+    out_dir = REPO / 'build' / 'mutation'
+    run_dir = out_dir / ('run-%s-%s' % (started.strftime('%Y%m%d-%H%M%S'), uuid.uuid4().hex[:4]))
+    files, only = chosen_files(args, cfg)
+    if args.changed and not files:
+        return 0
+    # the commit itself, once: every copy is of it, and the report names it (HEAD may move during a long run)
+    args.rev = git('rev-parse', args.rev).strip()
+    trees = [run_dir / ('w%d' % i) for i in range(workers)]
+    try:
+        trace, excluded = prepare_trees(args, cfg, trees, run_dir, out_dir, workers)
+        log('operators: %s (%d cosmic-ray operators)' % (cfg['operators'], len(operator_names)))
+        run = MutantRun(args, cfg, trace, excluded, equivalents, only)
+        left = run.run(trees, files, t0 + args.max_minutes * 60 if args.max_minutes else float('inf'))
+        ctx = dict(args=args, argv=argv, cfg=cfg, trees=trees, run_dir=run_dir, out_dir=out_dir, t0=t0,
+                   started=started, equivalents=equivalents, cr_version=cr_version, operator_names=operator_names)
+        return report_run(ctx, run, files, left)
+    finally:
+        end_copies(trees, run_dir, args.keep)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.rescore:
+        return rescore(Path(args.rescore))
+    cr_version = cosmic_ray_version()
     cfg, equivalents = load_config()
     if args.stale_equivalents:
         return list_stale_equivalents(cfg, equivalents, args.files)
@@ -1358,158 +1573,7 @@ def main(argv=None):
     MAX_TESTS[0] = args.max_tests
     if args.recheck:
         return recheck(args, cfg)
-    workers = max(1, min(2, args.workers or cfg['workers']))
-    started = datetime.datetime.now()
-    t0 = time.monotonic()
-    out_dir = REPO / 'build' / 'mutation'
-    run_dir = out_dir / ('run-%s-%s' % (started.strftime('%Y%m%d-%H%M%S'), uuid.uuid4().hex[:4]))
-
-    files = source_files(cfg)
-    only = None
-    if args.changed:
-        only = changed_lines(cfg, args.base)
-        files = [f for f in files if f in only]
-        if not files:
-            log('nothing changed in %s against %s: no mutants' % (cfg['source'], args.base))
-            return 0
-        log('changed against %s: %s' % (args.base, ', '.join('%s (%d lines)' % (f, len(only[f])) for f in files)))
-    if args.files:
-        unknown = [f for f in args.files if f not in source_files(cfg)]
-        if unknown:
-            raise SystemExit('not in %s: %s' % (cfg['source'], ', '.join(unknown)))
-        files = [f for f in files if f in args.files]
-
-    trees = [run_dir / ('w%d' % i) for i in range(workers)]
-    log('copying the %s into %s' % ('working tree' if args.tree == 'worktree' else 'HEAD', run_dir))
-    for tree in trees:
-        copy_tree(tree, args.tree, args.overlay, args.rev)
-    try:
-        trace = trace_tests(trees[0], cfg, workers, out_dir / 'cache')
-        excluded = dict((n, 'failed on the unmutated copy') for n, e in trace['tests'].items()
-                        if e['outcome'] == 'failed')
-        for prefix in cfg.get('exclude_tests', []):
-            for n in trace['tests']:
-                if n.startswith(prefix['test']):
-                    excluded[n] = prefix['reason']
-        for n in sorted(excluded):
-            log('left out: %s (%s)' % (n, excluded[n]))
-        log('test map: %d tests' % len(trace['tests']))
-        log('operators: %s (%d cosmic-ray operators)' % (cfg['operators'], len(operator_names)))
-        if not args.no_fork_server:
-            start_fork_servers(trees, run_dir)
-        check_canaries(trees, cfg, excluded)
-
-        records, originals, queued = [], {}, [0]
-        work, produced = queue.Queue(), threading.Event()
-
-        def produce():
-            """Mutants file by file, queued as soon as each file is made (the workers start at once)."""
-            try:
-                for name in files:
-                    try:
-                        produce_file(name)
-                    except Exception as exc:  # pylint: disable=broad-except
-                        # one file's failure must not end the run's other files
-                        log('%s: its mutants could not be made (%s: %s); none of them run'
-                            % (name, type(exc).__name__, exc))
-            finally:
-                produced.set()
-
-        def produce_file(name):
-            code, mutants = make_mutants(trees[0], cfg, name, only_lines=only.get(name) if only else None)
-            originals[name] = code
-            if args.limit is not None and len(mutants) > args.limit:
-                step = len(mutants) / float(args.limit)
-                mutants = [mutants[int(i * step)] for i in range(args.limit)]
-            n_jobs = 0
-            groups = {}
-            for m in mutants:
-                records.append(m)
-                reason = equivalent_reason(m, equivalents)
-                if reason:
-                    m.update(outcome=EQUIVALENT, reason=reason)
-                    continue
-                tests, total, slowest = select_tests(m, trace, excluded)
-                if args.max_tests and len(tests) > args.max_tests:
-                    m['tests_capped'] = len(tests)
-                m['tests'] = tests
-                if not tests:
-                    m['outcome'] = UNCOVERED
-                    continue
-                m['outcome'] = NOT_RUN
-                if m['group']:
-                    if m['group'] in groups:
-                        groups[m['group']]['siblings'].append(m)
-                        m['decided_by'] = groups[m['group']]['job_id']
-                        continue
-                    groups[m['group']] = m
-                    m['siblings'] = []
-                work.put((m, tests, total, slowest))
-                queued[0] += 1
-                n_jobs += 1
-            log('%s: %d mutants, %d to run (%d more decided by the run of a sibling)'
-                % (name, len(mutants), n_jobs, sum(len(g['siblings']) for g in groups.values())))
-
-        deadline = t0 + args.max_minutes * 60 if args.max_minutes else float('inf')
-        done = [0]
-        run_start = time.monotonic()
-        producer = threading.Thread(target=produce, daemon=True)
-        producer.start()
-
-        def on_result(mutant, outcome, out, secs):
-            mutant['outcome'] = outcome
-            mutant['seconds'] = round(secs, 2)
-            if outcome == KILLED:
-                mutant['killed_by'] = _first_failure(out)
-            else:
-                mutant['output'] = out[-3000:]
-            for sib in mutant.get('siblings', []):
-                sib.update(outcome=outcome, killed_by=mutant.get('killed_by'), seconds=0.0)
-            done[0] += 1
-            if done[0] % 25 == 0 or outcome in (SURVIVED, INCOMPETENT):
-                rate = done[0] / max(1e-6, (time.monotonic() - run_start) / 60.0)
-                log('%d/%d (%.1f/min) %s:%d %s %s'
-                    % (done[0], queued[0], rate, mutant['file'], mutant['start'][0], mutant['operator'], outcome))
-
-        left = run_jobs(trees, cfg, originals, work, produced, deadline, on_result)
-        producer.join()
-        by_id = dict((r['job_id'], r) for r in records)
-        for r in records:   # siblings queued after their representative was judged
-            if r.get('decided_by') and r['outcome'] == NOT_RUN and by_id[r['decided_by']]['outcome'] != NOT_RUN:
-                rep = by_id[r['decided_by']]
-                r.update(outcome=rep['outcome'], killed_by=rep.get('killed_by'), seconds=0.0)
-        if left:
-            log('time budget reached: %d mutants not run' % len(left))
-        rows = summarise(files, records)
-        # entries of these files that named no mutant (every operator counts, so not only this run's set)
-        stale = [dict(e, why=why) for e, why in
-                 equivalents_status(trees[0], cfg, [e for e in equivalents if e['file'] in files], files)[1]]
-        if stale:
-            log('equivalents.toml: %d entries of these files name no mutant (report.md lists them; '
-                'run.py --stale-equivalents)' % len(stale))
-        elapsed = time.monotonic() - t0
-        per_minute = done[0] / max(1e-6, (time.monotonic() - run_start) / 60.0)
-        meta = dict(started=started.isoformat(timespec='seconds'),
-                    finished=datetime.datetime.now().isoformat(timespec='seconds'),
-                    elapsed='%d min %02d s' % (elapsed // 60, elapsed % 60), tree=args.tree,
-                    head=git('rev-parse', '--short', args.rev).strip(), max_tests=args.max_tests,
-                    mode='changed lines against %s' % args.base if args.changed else 'all lines',
-                    workers=workers, cosmic_ray=cr_version, command=' '.join(['run.py'] + (argv or sys.argv[1:])),
-                    excluded_tests=excluded, mutants_per_minute=round(per_minute, 1),
-                    operators=cfg['operators'], operator_names=operator_names,
-                    fork_server=fork_server_summary(trees, args.no_fork_server), stale_equivalents=stale)
-        save_sessions(run_dir, cfg, files, records)
-        write_report(run_dir, meta, rows, records, out_dir)
-        print_table(rows)
-        log('report: %s (sessions for cr-report: %s)' % (out_dir / 'report.md', run_dir / 'sessions'))
-        low = [r['file'] for r in rows if r['score'] is not None and r['score'] < cfg['fail_under']]
-        if low or left:
-            log('below %.0f %%: %s%s' % (cfg['fail_under'], ', '.join(low) or 'none',
-                                         '; %d not run' % len(left) if left else ''))
-            return 1
-        return 0
-    finally:
-        end_copies(trees, run_dir, args.keep)
+    return run_all(args, argv, cfg, equivalents, cr_version, operator_names)
 
 
 if __name__ == '__main__':
