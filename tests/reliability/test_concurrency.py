@@ -157,10 +157,9 @@ def _final_sets(path):
     return runtimes, set(data.get('imports', []))
 
 
-def test_eight_writers_and_a_foreign_one(workdir, capsys):
-    workers_n = knob('NODEGUARD_CONC_WORKERS', 8)
-    edits = knob('NODEGUARD_CONC_EDITS', 25)
-    pause = knob("NODEGUARD_CONC_FOREIGN_MS", 3000) / 1000.0
+def run_writers(workdir, workers_n, edits, pause):
+    """workers_n workers making edits each through the modules while a foreign writer edits the same
+    config without nodeguard's lock; (path, runner, workers, foreign writer, wall seconds) once all joined."""
     etc = os.path.join(workdir, 'etc')
     os.makedirs(os.path.join(etc, 'conf.d'))
     path = os.path.join(etc, 'config.toml')
@@ -183,7 +182,84 @@ def test_eight_writers_and_a_foreign_one(workdir, capsys):
         assert not w.is_alive(), '%s hangs' % w.name
     stop.set()
     foreign.join(timeout=60)
-    wall = time.monotonic() - start
+    return path, runner, workers, foreign, time.monotonic() - start
+
+
+class Losses(object):
+    """Who lost what: each of our edits missing from the final file must have been overwritten by the
+    foreign writer's stale copy, each foreign edit missing must have landed in a compare->rename window."""
+
+    def __init__(self, path, workers, foreign):
+        self.foreign = foreign
+        runtimes, imports = _final_sets(path)
+        self.renames = [r for w in workers for r in w.renames]
+        self.expected_rt = set(['runc']) | set().union(*[w.expected_runtimes for w in workers])
+        self.expected_imp = set().union(*[w.expected_imports for w in workers])
+        self.rename_of = dict(((kind, what), t_ren) for _c, t_ren, kind, what in self.renames)
+        self.lost_ours = sorted((self.expected_rt - runtimes) - set('foreign-%d' % k for k, _r, _w in foreign.writes))
+        self.lost_ours_imp = sorted(self.expected_imp - imports)
+        self.lost_foreign = [(k, t_w) for k, _t_r, t_w in foreign.writes if 'foreign-%d' % k not in runtimes]
+        # removed runtimes must stay removed (a foreign writer's stale copy could bring one back)
+        self.resurrected = sorted(n for n in runtimes - self.expected_rt if not n.startswith('foreign-'))
+
+    def overwritten_by_foreign(self, t):
+        return any(t_read < t < t_written for _k, t_read, t_written in self.foreign.writes)
+
+    def clobbered_by_rename(self, t):
+        return any(t_cmp < t < t_ren for t_cmp, t_ren, _kind, _what in self.renames)
+
+    def unexplained(self):
+        out = []
+        for name in self.lost_ours:
+            if not self.overwritten_by_foreign(self.rename_of.get(('runtime', name), -1)):
+                out.append('runtime %s' % name)
+        for entry in self.lost_ours_imp:
+            if not self.overwritten_by_foreign(self.rename_of.get(('import', entry), -1)):
+                out.append('import %s' % entry)
+        for k, t_w in self.lost_foreign:
+            if not self.clobbered_by_rename(t_w):
+                out.append('foreign-%d' % k)
+        return out
+
+
+def converge_again(runner, workers, losses):
+    """What the next playbook run does for the tasks whose result the foreign writer undid (every other task
+    would report changed=false), and the foreign writer's lost edits again."""
+    for k, _t_w in losses.lost_foreign:
+        losses.foreign.apply(k)
+    redo_add, redo_remove = set(losses.lost_ours) | set(losses.lost_ours_imp), set(losses.resurrected)
+    for w in workers:
+        for module, args in w.tasks:
+            what = args.get('name') or args['imports'][0]
+            if (what in redo_add and args.get('state') != 'absent') or \
+                    (what in redo_remove and args.get('state') == 'absent'):
+                res, _unused = runner.run(module, args)
+                assert not res.get('failed') and res['changed'], res
+
+
+def print_figures(workers, losses, path, workers_n, edits, wall, lock_timeouts):
+    durations = sorted(d for w in workers for d in w.durations)
+    waits = sorted(t for w in workers for t in w.lock_waits)
+    windows = sorted(t_ren - t_cmp for t_cmp, t_ren, _k, _w in losses.renames)
+    runtimes, imports = _final_sets(path)
+    print('\ncompare->rename window (a lockless write landing there is overwritten): p50 %.1fms max %.1fms'
+          % (windows[len(windows) // 2] * 1000, windows[-1] * 1000))
+    print('\nlock waits: p50 %.2fs p95 %.2fs max %.2fs; lock timeouts (%ds, retried): %d'
+          % (waits[len(waits) // 2], waits[int(len(waits) * 0.95)], waits[-1], LOCK_TIMEOUT, len(lock_timeouts)))
+    print('\nconcurrency: %d workers x %d edits, %d foreign writes, wall %.1fs; run p50 %.2fs p95 %.2fs max '
+          '%.2fs; foreign-writer refusals retried: %d; lost to the foreign writer\'s own lost update: %d; '
+          'foreign edits lost in the compare->rename window: %d; resurrected by it: %d; runtimes %d, imports %d'
+          % (workers_n, edits, len(losses.foreign.writes), wall, durations[len(durations) // 2],
+             durations[int(len(durations) * 0.95)], durations[-1], sum(w.refusals for w in workers),
+             len(losses.lost_ours) + len(losses.lost_ours_imp), len(losses.lost_foreign), len(losses.resurrected),
+             len(runtimes), len(imports)))
+
+
+def test_eight_writers_and_a_foreign_one(workdir, capsys):
+    workers_n = knob('NODEGUARD_CONC_WORKERS', 8)
+    edits = knob('NODEGUARD_CONC_EDITS', 25)
+    pause = knob("NODEGUARD_CONC_FOREIGN_MS", 3000) / 1000.0
+    path, runner, workers, foreign, wall = run_writers(workdir, workers_n, edits, pause)
 
     errors = [e for w in workers for e in w.errors]
     assert errors == [], errors
@@ -193,73 +269,21 @@ def test_eight_writers_and_a_foreign_one(workdir, capsys):
     lock_timeouts = [t for w in workers for t in w.lock_timeouts]
     assert all(LOCK_TIMEOUT <= t < LOCK_TIMEOUT + 30 for t in lock_timeouts), lock_timeouts
 
-    # ---- who lost what
+    losses = Losses(path, workers, foreign)
+    assert losses.unexplained() == [], losses.unexplained()
+    for name in losses.resurrected:
+        assert losses.overwritten_by_foreign(losses.rename_of.get(('remove', name), -1)), name
+
+    converge_again(runner, workers, losses)
     runtimes, imports = _final_sets(path)
-    renames = [r for w in workers for r in w.renames]
-    expected_rt = set(['runc']) | set().union(*[w.expected_runtimes for w in workers])
-    expected_imp = set().union(*[w.expected_imports for w in workers])
-
-    def overwritten_by_foreign(t):
-        return any(t_read < t < t_written for _k, t_read, t_written in foreign.writes)
-
-    def clobbered_by_rename(t):
-        return any(t_cmp < t < t_ren for t_cmp, t_ren, _kind, _what in renames)
-
-    rename_of = dict(((kind, what), t_ren) for _c, t_ren, kind, what in renames)
-    lost_ours = sorted((expected_rt - runtimes) - set('foreign-%d' % k for k, _r, _w in foreign.writes))
-    lost_ours_imp = sorted(expected_imp - imports)
-    unexplained = []
-    for name in lost_ours:
-        if not overwritten_by_foreign(rename_of.get(('runtime', name), -1)):
-            unexplained.append('runtime %s' % name)
-    for entry in lost_ours_imp:
-        if not overwritten_by_foreign(rename_of.get(('import', entry), -1)):
-            unexplained.append('import %s' % entry)
-    lost_foreign = [(k, t_w) for k, _t_r, t_w in foreign.writes if 'foreign-%d' % k not in runtimes]
-    for k, t_w in lost_foreign:
-        if not clobbered_by_rename(t_w):
-            unexplained.append('foreign-%d' % k)
-    # removed runtimes must stay removed (a foreign writer's stale copy could bring one back)
-    resurrected = sorted(n for n in runtimes - expected_rt if not n.startswith('foreign-'))
-    assert unexplained == [], unexplained
-    for name in resurrected:
-        assert overwritten_by_foreign(rename_of.get(('remove', name), -1)), name
-
-    # ---- converge: what the next playbook run does for the tasks whose result the foreign writer undid
-    # (every other task would report changed=false), and the foreign writer's lost edits again
-    for k, _t_w in lost_foreign:
-        foreign.apply(k)
-    redo_add, redo_remove = set(lost_ours) | set(lost_ours_imp), set(resurrected)
-    for w in workers:
-        for module, args in w.tasks:
-            what = args.get('name') or args['imports'][0]
-            if (what in redo_add and args.get('state') != 'absent') or \
-                    (what in redo_remove and args.get('state') == 'absent'):
-                res, _unused = runner.run(module, args)
-                assert not res.get('failed') and res['changed'], res
-    runtimes, imports = _final_sets(path)
-    expected_rt |= set('foreign-%d' % k for k, _r, _w in foreign.writes)
-    assert runtimes == expected_rt
-    assert imports == expected_imp
-    assert temp_files(etc) == []
+    assert runtimes == losses.expected_rt | set('foreign-%d' % k for k, _r, _w in foreign.writes)
+    assert imports == losses.expected_imp
+    assert temp_files(os.path.dirname(path)) == []
     assert ledger_problems(path, runner.state_dir) == []
     assert_containerd_accepts(path)
 
-    waits = sorted(t for w in workers for t in w.lock_waits)
-    windows = sorted(t_ren - t_cmp for t_cmp, t_ren, _k, _w in renames)
     with capsys.disabled():
-        print('\ncompare->rename window (a lockless write landing there is overwritten): p50 %.1fms max %.1fms'
-              % (windows[len(windows) // 2] * 1000, windows[-1] * 1000))
-        print('\nlock waits: p50 %.2fs p95 %.2fs max %.2fs; lock timeouts (%ds, retried): %d'
-              % (waits[len(waits) // 2], waits[int(len(waits) * 0.95)], waits[-1], LOCK_TIMEOUT, len(lock_timeouts)))
-        durations.sort()
-        print('\nconcurrency: %d workers x %d edits, %d foreign writes, wall %.1fs; run p50 %.2fs p95 %.2fs max '
-              '%.2fs; foreign-writer refusals retried: %d; lost to the foreign writer\'s own lost update: %d; '
-              'foreign edits lost in the compare->rename window: %d; resurrected by it: %d; runtimes %d, imports %d'
-              % (workers_n, edits, len(foreign.writes), wall, durations[len(durations) // 2],
-                 durations[int(len(durations) * 0.95)], durations[-1], sum(w.refusals for w in workers),
-                 len(lost_ours) + len(lost_ours_imp), len(lost_foreign), len(resurrected), len(runtimes),
-                 len(imports)))
+        print_figures(workers, losses, path, workers_n, edits, wall, lock_timeouts)
 
 
 def test_foreign_writer_caught_between_truncate_and_write(workdir):
