@@ -12,6 +12,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core import 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import makedirs_private
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import export_copy
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
+from helpers.secrets import FakeModule, fresh_secrets_state  # noqa: F401 pylint: disable=unused-import (autouse)
 
 V2 = '''version = 2
 [plugins."io.containerd.grpc.v1.cri".registry.configs."reg.example.com".auth]
@@ -32,18 +33,6 @@ V3 = '''version = 3
 
 def data(text):
     return tomlkit.parse(text).unwrap()
-
-
-class FakeModule(object):
-    def __init__(self, **params):
-        self.params = params
-        self.no_log_values = set()
-
-
-@pytest.fixture(autouse=True)
-def fresh_state(monkeypatch):
-    monkeypatch.setattr(secrets, '_STATE', {'module': None, 'patterns': secrets.BUILTIN_PATTERNS, 'pending': set(),
-                                            'noted': set()})
 
 
 def test_the_builtin_paths_are_the_registry_credentials_of_v2_and_v3():

@@ -2,10 +2,10 @@
 """_secrets: values in arrays (of tables, of values) under a secret path, and secrets a task gives inside a whole
 table (a setting's value, a runtime's options, a ledger's recorded table)."""
 
-import pytest
 import tomlkit
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
+from helpers.secrets import FakeModule, fresh_secrets_state  # noqa: F401 pylint: disable=unused-import (autouse)
 
 MIRROR_AUTHS = 'plugins."io.containerd.cri.v1.images".registry.mirror_auths'
 AOT = '''version = 3
@@ -20,18 +20,6 @@ AOT = '''version = 3
   X-Keys = ["hdr-key-1", "hdr-key-2"]
 '''
 AUTH_TABLE = ('plugins', 'io.containerd.cri.v1.images', 'registry', 'configs', 'reg.example.com', 'auth')
-
-
-class FakeModule(object):
-    def __init__(self, **params):
-        self.params = params
-        self.no_log_values = set()
-
-
-@pytest.fixture(autouse=True)
-def fresh_state(monkeypatch):
-    monkeypatch.setattr(secrets, '_STATE', {'module': None, 'patterns': secrets.BUILTIN_PATTERNS, 'pending': set(),
-                                            'noted': set()})
 
 
 def doc(text=AOT):

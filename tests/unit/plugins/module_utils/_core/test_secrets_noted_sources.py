@@ -1,28 +1,16 @@
 # -*- coding: utf-8 -*-
 """_secrets: what a run notes from a ledger's key records and from the drop-in files a task names."""
 
-import pytest
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import MAX_CONFIG_BYTES
+from helpers.secrets import FakeModule, fresh_secrets_state  # noqa: F401 pylint: disable=unused-import (autouse)
 
 PASSWORD = ['plugins', 'io.containerd.grpc.v1.cri', 'registry', 'configs', 'h', 'auth', 'password']
 SNAPSHOTTER = ['plugins', 'io.containerd.grpc.v1.cri', 'containerd', 'snapshotter']
 DROPIN = ("[plugins.'io.containerd.cri.v1.images'.registry.configs.'reg.example.com'.auth]\n"
           "  password = 'dropin-pw-1'\n")
-
-
-class FakeModule(object):
-    def __init__(self, **params):
-        self.params = params
-        self.no_log_values = set()
-
-
-@pytest.fixture(autouse=True)
-def fresh_state(monkeypatch):
-    monkeypatch.setattr(secrets, '_STATE', {'module': None, 'patterns': secrets.BUILTIN_PATTERNS, 'pending': set(),
-                                            'noted': set()})
 
 
 def noted_from_ledger(tmp_path, path, prior, value):
