@@ -219,21 +219,32 @@ def test_a_later_version_3_file_stops_the_migration_of_the_version_2_drop_ins(tm
           c='version = 2\n')
 
 
-@pytest.mark.parametrize('where', ['imported', 'main'])
-def test_imports_that_are_not_a_list_are_refused_with_the_file_and_the_fix(tmp_path, where):
-    """5: every containerd refuses the tree (it cannot decode a string into its list of imports)."""
+def _imports_not_a_list(tmp_path, where):
+    """Case 5's tree: (config.toml, the file whose imports is a string, the file it names, the containerd
+    versions that read the tree)."""
     c = str(tmp_path / 'c.toml')
     if where == 'imported':
         path, paths = tree(tmp_path, 'version = 2\nimports = ["{a}", "{b}"]\n',
                            a='version = 2\nimports = "%s"\n' % c, b='version = 2\nimports = ["%s"]\n' % c,
                            c='version = 2\n')
-        bad = paths['a']
-    else:
-        path, _paths = tree(tmp_path, 'version = 3\nimports = "%s"\n' % c, c='version = 3\n')
-        bad = path
-    for label in (('1.6', '1.7', '2.1') if where == 'imported' else ('2.1',)):
+        return path, paths['a'], c, ('1.6', '1.7', '2.1')
+    path, _paths = tree(tmp_path, 'version = 3\nimports = "%s"\n' % c, c='version = 3\n')
+    return path, path, c, ('2.1',)
+
+
+@pytest.mark.parametrize('where', ['imported', 'main'])
+def test_every_containerd_refuses_imports_that_are_not_a_list(tmp_path, where):
+    """5: every containerd refuses the tree (it cannot decode a string into its list of imports)."""
+    path, _bad, _c, labels = _imports_not_a_list(tmp_path, where)
+    for label in labels:
         rc, _out, err = _dump(path, label)
         assert rc != 0 and 'string' in err and ('Imports' in err or '[]string' in err), (label, err)
+
+
+@pytest.mark.parametrize('where', ['imported', 'main'])
+def test_imports_that_are_not_a_list_are_refused_with_the_file_and_the_fix(tmp_path, where):
+    """5: the view refuses the whole tree as containerd does (test above), naming the file and the fix."""
+    path, bad, c, _labels = _imports_not_a_list(tmp_path, where)
     with open(path) as f:
         data = parse_toml(f.read())
     with pytest.raises(ConfigError) as info:
