@@ -28,3 +28,22 @@ CDI_DROPIN = '''version = 3
 [plugins.'io.containerd.cri.v1.runtime']
   enable_cdi = false
 '''
+
+
+def write_tree(tmp_path, main, **files):
+    """config.toml (with {name} placeholders for the other files' paths) and the other files, each NAME.toml
+    under tmp_path; (config.toml's path, {name: path})."""
+    paths = dict((name, str(tmp_path / ('%s.toml' % name))) for name in files)
+    for name, text in files.items():
+        (tmp_path / ('%s.toml' % name)).write_text(text)
+    path = str(tmp_path / 'config.toml')
+    (tmp_path / 'config.toml').write_text(main.format(**paths))
+    return path, paths
+
+
+def effective_view(path, ver):
+    """The effective-config model of the tree at path, as containerd ver reads it."""
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import parse_toml
+    from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
+    with open(path) as f:
+        return load_effective(path, parse_toml(f.read()), ver)

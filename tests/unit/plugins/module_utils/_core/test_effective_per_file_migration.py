@@ -6,14 +6,15 @@ on 2.1 (measured: test_runtime_guard_reasons.py, test_effective_v2_on_2x.py)."""
 
 import pytest
 
+from helpers.trees import effective_view as viewed, write_tree as tree
+
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     CRI_V2,
     CRI_V3_IMAGES,
     CRI_V3_RUNTIME,
     ConfigError,
-    parse_toml,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import effects_of, load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import effects_of
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.runtime_guard import refuse_lost_runtimes
 
 V3_RUNTIMES = ('plugins', CRI_V3_RUNTIME, 'containerd', 'runtimes')
@@ -22,20 +23,6 @@ KATA_V2 = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtime
            'runtime_type = "io.containerd.kata.v2"\n')
 EXTRA_V3 = ('[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.extra]\n'
             'runtime_type = "io.containerd.runc.v2"\n')
-
-
-def tree(tmp_path, main, **files):
-    paths = dict((name, str(tmp_path / ('%s.toml' % name))) for name in files)
-    for name, text in files.items():
-        (tmp_path / ('%s.toml' % name)).write_text(text)
-    path = str(tmp_path / 'config.toml')
-    (tmp_path / 'config.toml').write_text(main.format(**paths))
-    return path, paths
-
-
-def viewed(path, ver):
-    with open(path) as f:
-        return load_effective(path, parse_toml(f.read()), ver)
 
 
 @pytest.mark.parametrize('ver', [(2, 3), (2, 3, 4)])

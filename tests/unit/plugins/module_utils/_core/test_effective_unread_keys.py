@@ -16,13 +16,13 @@ import tomllib
 import pytest
 
 from helpers.common import binary_of, config_dump
+from helpers.trees import effective_view as viewed, write_tree
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     CRI_V2,
     CRI_V3_RUNTIME,
-    parse_toml,
 )
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import effects_of, load_effective
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import effects_of
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import get_in
 
 V16, V17, V21 = (1, 6, 20), (1, 7, 24), (2, 1, 9)
@@ -73,17 +73,7 @@ WANT = {
 def tree(tmp_path, name):
     """Write the tree: (config.toml's path, {file: path})."""
     main, files = TREES[name]
-    paths = dict((f, str(tmp_path / ('%s.toml' % f))) for f in files)
-    for f, text in files.items():
-        (tmp_path / ('%s.toml' % f)).write_text(text)
-    path = str(tmp_path / 'config.toml')
-    (tmp_path / 'config.toml').write_text(main.format(**paths))
-    return path, paths
-
-
-def viewed(path, ver):
-    with open(path) as f:
-        return load_effective(path, parse_toml(f.read()), ver)
+    return write_tree(tmp_path, main, **files)
 
 
 def _held(value, key):

@@ -17,6 +17,7 @@ import tomllib
 import pytest
 
 from helpers.common import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
+from helpers.trees import write_tree as tree
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     CRI_V2,
     CRI_V3_IMAGES,
@@ -74,16 +75,6 @@ def _dump(path, label):
     proc = subprocess.run([_binary(label), '--config', path, 'config', 'dump'], capture_output=True, text=True,
                           timeout=60, check=False)
     return proc.returncode, proc.stdout, proc.stderr
-
-
-def tree(tmp_path, main, **files):
-    """config.toml (with {name} placeholders for the other files' paths) and the other files; (path, paths)."""
-    paths = dict((name, str(tmp_path / ('%s.toml' % name))) for name in files)
-    for name, text in files.items():
-        (tmp_path / ('%s.toml' % name)).write_text(text)
-    path = str(tmp_path / 'config.toml')
-    (tmp_path / 'config.toml').write_text(main.format(**paths))
-    return path, paths
 
 
 def view_and_dump(path, label='2.1'):
