@@ -36,10 +36,15 @@ def marked(**params):
         return secrets.mark_secret_options(copy.deepcopy(SPEC))
 
 
-def test_a_secret_keys_value_is_never_logged_by_the_module():
-    with patch_module_args(dict(key=PASSWORD_KEY, value='setting-pw-1')):
+def marked_module(params):
+    """The spec mark_secret_options gives for params, and the AnsibleModule made on it with them."""
+    with patch_module_args(params):
         spec = secrets.mark_secret_options(copy.deepcopy(SPEC))
-        module = AnsibleModule(argument_spec=spec)
+        return spec, AnsibleModule(argument_spec=spec)
+
+
+def test_a_secret_keys_value_is_never_logged_by_the_module():
+    spec, module = marked_module(dict(key=PASSWORD_KEY, value='setting-pw-1'))
     assert spec['value']['no_log'] is True
     # what AnsibleModule logs and returns as a placeholder, before nodeguard noted anything
     assert 'setting-pw-1' in module.no_log_values
@@ -98,9 +103,7 @@ def marked_runtime(**params):
     pytest.param('plugins', id='plugins-table'),
 ])
 def test_a_value_for_a_table_that_holds_a_secret_path_is_never_logged_by_the_module(key):
-    with patch_module_args(dict(key=key, value=dict(username='robot', password='table-pw-1'))):
-        spec = secrets.mark_secret_options(copy.deepcopy(SPEC))
-        module = AnsibleModule(argument_spec=spec)
+    spec, module = marked_module(dict(key=key, value=dict(username='robot', password='table-pw-1')))
     assert spec['value']['no_log'] is True
     assert 'table-pw-1' in module.no_log_values
 
