@@ -12,7 +12,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core import 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import makedirs_private
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.store import export_copy
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
-from helpers.secrets import FakeModule, fresh_secrets_state  # noqa: F401 pylint: disable=unused-import (autouse)
+# fresh_secrets_state is an autouse fixture: imported, it runs for every test here
+from helpers.secrets import FakeModule, fresh_secrets_state  # noqa: F401 pylint: disable=unused-import
 
 V2 = '''version = 2
 [plugins."io.containerd.grpc.v1.cri".registry.configs."reg.example.com".auth]

@@ -5,7 +5,8 @@ table (a setting's value, a runtime's options, a ledger's recorded table)."""
 import tomlkit
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
-from helpers.secrets import FakeModule, fresh_secrets_state  # noqa: F401 pylint: disable=unused-import (autouse)
+# fresh_secrets_state is an autouse fixture: imported, it runs for every test here
+from helpers.secrets import FakeModule, fresh_secrets_state  # noqa: F401 pylint: disable=unused-import
 
 MIRROR_AUTHS = 'plugins."io.containerd.cri.v1.images".registry.mirror_auths'
 AOT = '''version = 3

@@ -5,7 +5,8 @@
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import MAX_CONFIG_BYTES
-from helpers.secrets import FakeModule, fresh_secrets_state  # noqa: F401 pylint: disable=unused-import (autouse)
+# fresh_secrets_state is an autouse fixture: imported, it runs for every test here
+from helpers.secrets import FakeModule, fresh_secrets_state  # noqa: F401 pylint: disable=unused-import
 
 PASSWORD = ['plugins', 'io.containerd.grpc.v1.cri', 'registry', 'configs', 'h', 'auth', 'password']
 SNAPSHOTTER = ['plugins', 'io.containerd.grpc.v1.cri', 'containerd', 'snapshotter']
