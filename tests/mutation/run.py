@@ -1402,7 +1402,7 @@ class MutantRun(object):
         self.records, self.originals = [], {}
         self.queued = self.done = 0
         self.work, self.produced = queue.Queue(), threading.Event()
-        self.run_start = time.monotonic()
+        self.run_start = None   # run() starts the clock of per_minute()
         self.tree = None
 
     def produce(self, files):

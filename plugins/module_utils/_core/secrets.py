@@ -319,7 +319,8 @@ def _key_paths(key):
     config version (the file, so its version, is read only later)."""
     if key is None:
         return []
-    paths = [Layout(v).logical[str(key)] for v in LAYOUT_VERSIONS if str(key) in Layout(v).logical]
+    logical = [Layout(v).logical for v in LAYOUT_VERSIONS]
+    paths = [names[str(key)] for names in logical if str(key) in names]
     try:
         paths.append(parse_dotted_key(str(key)))
     except (TomlLayoutError, ValueError, IndexError):
