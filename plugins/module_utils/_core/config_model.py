@@ -236,11 +236,13 @@ def detect_version(path, data, default_version=None):
         raise ConfigError('%s: key "version" must be an integer, found %r. Fix: set version = 2 '
                           '(containerd 1.6/1.7) or version = 3 (containerd 2.x).' % (path, version),
                           key='version', found=version)
-    if version == 1:
+    if version in (0, 1):
+        # 0 is what a file with no version line decodes to: containerd reads it as version 1
         raise ConfigError(
-            '%s declares version = 1 (legacy layout, plugins.cri). nodeguard edits version 2 and 3 only. '
-            'Fix: migrate the file to version 2 (containerd 1.6/1.7) or 3 (containerd 2.x) first.' % path,
-            key='version', found=1)
+            '%s declares version = %d%s (legacy layout, plugins.cri). nodeguard edits version 2 and 3 only. '
+            'Fix: migrate the file to version 2 (containerd 1.6/1.7) or 3 (containerd 2.x) first.'
+            % (path, version, ', which containerd reads as version 1' if version == 0 else ''),
+            key='version', found=version)
     if version not in SUPPORTED_VERSIONS:
         raise ConfigError('%s declares version = %d, which nodeguard does not know (supported: 2, 3, 4). '
                           'Fix: check the file for a typo; containerd 1.6/1.7 use 2, containerd 2.x uses 3.'

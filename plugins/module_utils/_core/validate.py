@@ -346,7 +346,9 @@ def refuse_unreadable_version(path, config_version, containerd_ver):
 
 def file_version(data):
     v = data.get('version', 1)
-    return v if isinstance(v, int) and not isinstance(v, bool) else 1
+    # version = 0 is Go's zero value, what a file with no version line decodes to: containerd reads it as
+    # version 1 (measured on 1.6, 1.7 and 2.1)
+    return v if isinstance(v, int) and not isinstance(v, bool) and v != 0 else 1
 
 
 def reads_v3(containerd_ver):
@@ -418,6 +420,8 @@ def short_plugin_ids(path, data, is_main, containerd_ver):
     binary (_is_full_id).
     """
     version = data.get('version')
+    if version == 0 and not isinstance(version, bool):
+        version = None  # what a file with no version line decodes to
     if version is None and not is_main:
         version = 1 if reads_v3(containerd_ver) else 2
     if file_version({'version': version}) < 2:
