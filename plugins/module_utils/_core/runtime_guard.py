@@ -57,19 +57,29 @@ def _files_defining(view, name):
     return sorted(view.files_behind(_containerd_table(view) + ('runtimes', name)))
 
 
-def _why(view_after, files):
-    """Why the candidate does not run what files define: the model's reason, else the merge rule."""
+def _why(view_after, files, gone):
+    """Why the candidate does not run what files define: the model's reason, else the merge rule. gone: some
+    runtime is missing from the candidate (not only changed)."""
     for (path, key), why in sorted(view_after.unread.items(), key=lambda item: str(item[0])):
         if path in files and 'runtimes' in key:
             return why
     ver = version_text(view_after.containerd_ver, '?')
     versions = dict((p, file_version(d)) for p, d in view_after.files)
-    if not view_after.replace and any(versions.get(f) == 2 for f in files):
+    if not view_after.replace and gone and any(versions.get(f) == 2 for f in files):
         return ('containerd %s drops a version 2 drop-in\'s runtimes once a version 3 runtimes table exists '
                 '(it migrates no version 2 runtimes then)' % ver)
     if view_after.replace:
         return 'containerd %s replaces the whole CRI plugin table with the one read last' % ver
     return 'a file read later decides them'
+
+
+def _why_default(view_after, files, removed):
+    """Why default_runtime_name names no runtime in the candidate: files define it before the edit."""
+    if not files:
+        return 'no file defines it'
+    if all(f in removed for f in files):
+        return '%s defines it, and the edit takes that file out of the tree' % ', '.join(files)
+    return '%s defines it, and %s' % (', '.join(files), _why(view_after, files, True))
 
 
 def _fix(view_after, files, target):
@@ -96,26 +106,34 @@ def refuse_lost_runtimes(view_before, view_after, target, changed_paths, allow_p
     targeted = targeted_runtimes(changed_paths)
     before, after = runtimes_in_effect(view_before), runtimes_in_effect(view_after)
     removed = set(p for p, _d in view_before.files) - set(p for p, _d in view_after.files)
-    lost, files = [], set()
+    lost, files, any_gone = [], set(), False
     for name, table in sorted(before.items()):
         defined_in = set(_files_defining(view_before, name))
         if name in targeted or after.get(name) == table or (defined_in and defined_in <= removed):
             continue
         gone = name not in after and name != BUILT_IN  # containerd keeps its built-in runc, with its defaults
+        any_gone = any_gone or gone
         lost.append('%s (%s)' % (name, 'gone' if gone else 'its settings change'))
-        files.update(_files_defining(view_before, name))
+        files.update(defined_in)
     default = default_runtime(view_after)
     bad_default = default not in after and default != BUILT_IN and (
         default_runtime(view_before) in before or default_runtime(view_before) == BUILT_IN)
     if not lost and not bad_default:
         return
-    files = sorted(files | set(_files_defining(view_before, default) if bad_default else ()))
-    lines = []
+    lost_files = sorted(files)
+    default_files = sorted(_files_defining(view_before, default)) if bad_default else []
+    parts = []
     if lost:
-        lines.append('runtimes in effect now would be lost or altered: %s' % ', '.join(lost))
+        parts.append('runtimes in effect now would be lost or altered: %s; they are defined in %s, and %s'
+                     % (', '.join(lost), ', '.join(lost_files) or 'containerd\'s defaults',
+                        _why(view_after, lost_files, any_gone)))
     if bad_default:
-        lines.append('default_runtime_name = "%s" would name no runtime containerd runs, so its CRI plugin '
-                     'would fail' % default)
-    raise ConfigError('refusing to write %s: %s; they are defined in %s, and %s. Nothing was written. Fix: %s.'
-                      % (target, '; '.join(lines), ', '.join(files) or 'containerd\'s defaults',
-                         _why(view_after, files), _fix(view_after, files, target)), key=None)
+        parts.append('default_runtime_name = "%s" would name no runtime containerd runs, so its CRI plugin '
+                     'would fail: %s' % (default, _why_default(view_after, default_files, removed)))
+    if not lost and default_files and all(f in removed for f in default_files):
+        fix = ('keep importing %s, or first set default_runtime_name to a runtime that stays (containerd\'s '
+               'built-in runc always does)' % ', '.join(default_files))
+    else:
+        fix = _fix(view_after, sorted(files | set(default_files)), target)
+    raise ConfigError('refusing to write %s: %s. Nothing was written. Fix: %s.' % (target, '; '.join(parts), fix),
+                      key=None)

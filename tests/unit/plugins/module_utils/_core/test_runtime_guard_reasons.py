@@ -154,8 +154,50 @@ def test_a_default_runtime_whose_drop_in_leaves_the_tree_is_refused_naming_that_
     edit.state('version = 3\nimports = []\n' + default, nvidia=nvidia)
     assert edit.runtimes_in_effect() == [['nvidia'], []]
     assert get_in(edit.dumps[1], V3_RUNTIMES[:-1] + ('default_runtime_name',)) == 'nvidia'
-    msg = edit.refusal(edit.main, [('imports',)])
-    assert msg.startswith('refusing to write %s: default_runtime_name = "nvidia" would name no runtime containerd '
-                          'runs, so its CRI plugin would fail; they are defined in %s, and '
-                          % (edit.main, edit.path('nvidia'))), msg
-    assert 'Nothing was written.' in msg and 'lost or altered' not in msg
+    nvidia = edit.path('nvidia')
+    assert edit.refusal(edit.main, [('imports',)]) == (
+        'refusing to write %s: default_runtime_name = "nvidia" would name no runtime containerd runs, so its CRI '
+        'plugin would fail: %s defines it, and the edit takes that file out of the tree. Nothing was written. '
+        'Fix: keep importing %s, or first set default_runtime_name to a runtime that stays (containerd\'s '
+        'built-in runc always does).' % (edit.main, nvidia, nvidia))
+
+
+def test_a_version_2_runtime_a_later_version_2_drop_in_changes_is_refused_with_the_later_file_rule(tmp_path):
+    """containerd 2.1 migrates both version 2 drop-ins and the later one's runtime_type wins: kata is still
+    there with other settings, so the reason is the later file, not the version 2 runtimes being dropped."""
+    edit = Edit(tmp_path, (2, 1))
+    files = dict(a=KATA_V2, b=KATA_V2.replace('io.containerd.kata.v2', 'io.containerd.kata-qemu.v2'))
+    edit.state('version = 3\nimports = ["{a}"]\n', **files)
+    edit.state('version = 3\nimports = ["{a}", "{b}"]\n', **files)
+    assert [get_in(dump, V3_RUNTIMES + ('kata', 'runtime_type')) for dump in edit.dumps] == [
+        'io.containerd.kata.v2', 'io.containerd.kata-qemu.v2']
+    a = edit.path('a')
+    assert edit.refusal(edit.main, [('imports',)]) == (
+        'refusing to write %s: runtimes in effect now would be lost or altered: kata (its settings change); they '
+        'are defined in %s, and a file read later decides them. Nothing was written. Fix: put the runtime in the '
+        'version 2 drop-in (edit_in: %s), or migrate the drop-ins to version 3 (containerd config migrate) and '
+        'run again.' % (edit.main, a, a))
+
+
+@pytest.mark.parametrize('ver', [(1, 6), (1, 7)])
+def test_on_1x_a_default_runtime_a_drop_ins_cri_table_replaces_is_refused_with_the_replace_rule(tmp_path, ver):
+    """containerd 1.x: a drop-in's CRI table replaces config.toml's, kata (the default) with it. Both the lost
+    runtime and the default are named, each with its file and reason."""
+    edit = Edit(tmp_path, ver)
+    main = ('version = 2\nimports = ["{images}"]\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+            'default_runtime_name = "kata"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\nruntime_type = "io.containerd.kata.v2"\n')
+    edit.state(main, images='version = 2\n')
+    edit.state(main, images=('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+                             'default_runtime_name = "kata"\n'
+                             '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+                             'runtime_type = "io.containerd.runc.v2"\n'))
+    assert edit.runtimes_in_effect() == [['kata'], []]
+    images = edit.path('images')
+    rule = 'containerd %d.%d replaces the whole CRI plugin table with the one read last' % ver
+    assert edit.refusal(images, [('plugins', CRI_V2, 'containerd', 'runtimes', 'runc')]) == (
+        'refusing to write %s: runtimes in effect now would be lost or altered: kata (gone); they are defined in '
+        '%s, and %s; default_runtime_name = "kata" would name no runtime containerd runs, so its CRI plugin would '
+        'fail: %s defines it, and %s. Nothing was written. Fix: make the change in the file that defines them '
+        '(edit_in: %s), or change that file so %s does not override it.'
+        % (images, edit.main, rule, edit.main, rule, edit.main, images))
