@@ -201,7 +201,8 @@ def _probe_reason(handler, res):
         return 'probe container (%s) through %s: rc=%s %s' % (image, name, res['rc'], last)
     if res['rc'] != 0:
         return 'probe task (%s) did not start through %s: rc=%s %s' % (image, name, res['rc'], last)
-    if not res['ok']:
+    # a task still RUNNING after SIGTERM and SIGKILL was seen running: the stop is what failed
+    if not res['ok'] and res['status'] != 'RUNNING':
         return ('probe task (%s) started through %s but was not running %.1f s later (status %s)'
                 % (image, name, SETTLE_SECONDS, res['status'] or 'gone'))
     stop = ('stopped by %s in %.2f s' % (res['stopped_by'], res['stop_seconds']) if res['stopped_by']
