@@ -343,3 +343,29 @@ def test_report_timings_come_from_the_wait(node):
     assert (r['containerd']['came_back_seconds'], r['containerd']['startup_seconds'],
             r['containerd']['waited_seconds']) == (1.0, 0.5, 0.1)
     assert (r['containerd']['start_limit_hit'], r['containerd']['reset_failed_done']) == (False, False)
+
+
+def test_the_journal_of_a_wait_that_failed_is_in_the_report(node):
+    node.wait = dict(WAIT_OK, ok=False, active_state='failed', msg='containerd not active within 5 s', cri_plugins={},
+                     journal=['sh[412]: site-check: /dev/nvidia0 is missing'])
+    assert node.report()['containerd']['journal'] == ['sh[412]: site-check: /dev/nvidia0 is missing']
+    assert node.report(ctx=dump_context((1, '', 'bad')))['containerd']['journal'] == [
+        'sh[412]: site-check: /dev/nvidia0 is missing']
+    node.wait = dict(WAIT_OK)   # a wait that was ready reads no journal
+    assert node.report()['containerd']['journal'] == []
+
+
+# ---------------------------------------------------------------- proxy plugins
+
+def test_a_proxy_plugins_socket_is_checked_after_the_probes(node, tmp_path):
+    sock = tmp_path / 'nydus.sock'
+    dump = DUMP + '[proxy_plugins.nydus]\n  type = "snapshot"\n  address = "%s"\n' % sock
+    r = node.report(ctx=dump_context((0, dump, '')))
+    names = [c['name'] for c in r['checks']]
+    assert names[names.index('probe:runc') + 1:] == ['proxy_plugin:nydus', 'baseline_drift', 'kubernetes_node_ready']
+    assert by_name(r)['proxy_plugin:nydus'] == dict(
+        name='proxy_plugin:nydus', status='fail', required=False,
+        reason='containerd-nydus-grpc does not answer for proxy plugin nydus (type snapshot): socket %s does not exist '
+               '(No such file or directory); used by no runtime handler nor the CRI default' % sock)
+    assert r['ok'] and r['warnings'] == ['proxy_plugin:nydus']
+    assert 'proxy_plugin:nydus' not in by_name(node.report())
