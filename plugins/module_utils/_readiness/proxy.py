@@ -91,10 +91,13 @@ def _listening_inodes(address):
     """Inodes of the listening Unix sockets bound to address (/proc/net/unix)."""
     inodes = set()
     try:
-        with open('/proc/net/unix') as fh:
-            for line in fh.readlines()[1:]:
-                cols = line.split()
-                # Num RefCount Protocol Flags Type St Inode Path; flags 00010000 is __SO_ACCEPTCON (listening)
+        # read as bytes: the kernel writes each path as it was bound, in whatever bytes (a name that is not
+        # UTF-8 must not hide the others)
+        with open('/proc/net/unix', 'rb') as fh:
+            for row in fh.read().split(b'\n')[1:]:
+                # Num RefCount Protocol Flags Type St Inode Path: the path is the rest of the row (it may hold
+                # spaces); flags 00010000 is __SO_ACCEPTCON (listening)
+                cols = os.fsdecode(row).split(None, 7)
                 if len(cols) >= 8 and cols[7] == address and int(cols[3], 16) & 0x10000:
                     inodes.add(cols[6])
     except (IOError, OSError, ValueError):
