@@ -43,3 +43,23 @@ def test_a_probe_that_timed_out_is_killed_and_deleted_each_call_bounded(monkeypa
     assert ctr.calls == [(['run', '--rm', 'img', 'p1', 'true'], 7), (['tasks', 'kill', '-s', 'SIGKILL', 'p1'], 15),
                          (['tasks', 'delete', '-f', 'p1'], 15), (['containers', 'delete', 'p1'], 15)]
     assert sleeps == [0.5]  # the killed task's exit is reaped before the delete
+
+
+def test_a_start_probe_s_looks_stop_and_clean_up_are_bounded(monkeypatch):
+    monkeypatch.setattr(probe.time, 'sleep', lambda s: None)
+    statuses = iter(['RUNNING', 'STOPPED'])
+    ctr = Ctr([(['tasks', 'ls'], lambda: (0, 'TASK PID STATUS\np1 42 %s\n' % next(statuses), ''))])
+    monkeypatch.setattr(probe, 'run', ctr)
+    res = probe.run_probe(PREFIX + ['run', '-d', '--null-io', 'img', 'p1'], 'p1', 7)
+    assert res['ok'] is True and res['stopped_by'] == 'SIGTERM'
+    assert ctr.calls == [(['run', '-d', '--null-io', 'img', 'p1'], 7), (['tasks', 'ls'], 15),
+                         (['tasks', 'kill', '-s', 'SIGTERM', 'p1'], 15), (['tasks', 'ls'], 15),
+                         (['tasks', 'delete', '-f', 'p1'], 15), (['containers', 'delete', 'p1'], 15)]
+
+
+def test_a_pull_without_its_own_bound_has_two_minutes(monkeypatch):
+    listed = iter([(0, '', ''), (0, 'localhost/ng-probe:latest\n', '')])
+    ctr = Ctr([(['images', 'ls'], lambda: next(listed))])
+    monkeypatch.setattr(probe, 'run', ctr)
+    assert probe.probe_image(OPTS, None, pull=True)['probe_image_pulled'] is True
+    assert ctr.calls[1] == (['images', 'pull', 'localhost/ng-probe:latest'], 120)

@@ -57,3 +57,27 @@ def test_the_probe_id_names_the_handler_safely_and_is_unique():
     pid, argv, _notes = probe_argv('kata/qemu tdx', RUNTIMES['kata'], {}, OPTS)
     assert re.match(r'^nodeguard-probe-kata-qemu-tdx-%d-\d+$' % os.getpid(), pid)
     assert argv[argv.index(OPTS['probe_image']) + 1] == pid
+
+
+def test_a_runc_handler_with_systemd_cgroups_probes_in_a_systemd_slice():
+    table = {'runtime_type': 'io.containerd.runc.v2', 'options': {'BinaryName': '/usr/bin/runc', 'Root': '/run/r',
+                                                                  'SystemdCgroup': True}}
+    pid, argv, _notes = probe_argv('runc', table, {}, OPTS)
+    assert argv[argv.index('--runtime'):argv.index(OPTS['probe_image'])] == [
+        '--runtime', 'io.containerd.runc.v2', '--runc-binary', '/usr/bin/runc', '--runc-root', '/run/r',
+        '--runc-systemd-cgroup', '--cgroup', 'system.slice:nodeguard-probe:%s' % pid]
+    # cgroupfs (SystemdCgroup false or unset): no slice
+    for options in ({'SystemdCgroup': False}, {}):
+        argv = probe_argv('runc', {'runtime_type': 'io.containerd.runc.v2', 'options': options}, {}, OPTS)[1]
+        assert argv[argv.index('--runtime'):argv.index(OPTS['probe_image'])] == ['--runtime', 'io.containerd.runc.v2']
+
+
+def test_a_shim_s_config_path_is_passed_when_asked():
+    _pid, argv, notes = probe_argv('kata', RUNTIMES['kata'], {}, OPTS)
+    assert argv[argv.index('--runtime'):argv.index(OPTS['probe_image'])] == [
+        '--runtime', '/opt/kata/bin/shim', '--runtime-config-path', '/opt/kata/conf.toml']
+    assert notes == []
+    # a shim without a ConfigPath: nothing to pass, nothing to note
+    _pid, argv, notes = probe_argv('kata', {'runtime_type': 'io.containerd.kata.v2'}, {}, OPTS)
+    assert argv[argv.index('--runtime'):argv.index(OPTS['probe_image'])] == ['--runtime', 'io.containerd.kata.v2']
+    assert notes == []
