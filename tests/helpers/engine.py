@@ -52,15 +52,17 @@ def setting(node, capsys, diff=False, module=containerd_setting, **args):
     return result
 
 
-def edit_run(node, capsys, load_test=None, **args):
-    """run_transaction setting the snapshotter to native, in this process."""
+def set_snapshotter_native(doc, ledger, ctx):
+    """An edit that sets config version 2's snapshotter and declares nothing it wants."""
+    doc.toml.set_value(SNAPSHOTTER, 'native')
+    return {}
+
+
+def edit_run(node, capsys, load_test=None, edit=set_snapshotter_native, **args):
+    """run_transaction of edit (by default setting the snapshotter to native), in this process."""
     params = dict(path=node['path'], state_dir=node['state'], owner='coco', containerd_bin=CONTAINERD_1,
                   _ansible_tmpdir=node['tmp'], _ansible_remote_tmp=node['tmp'])
     params.update(args)
-
-    def edit(doc, ledger, ctx):
-        doc.toml.set_value(SNAPSHOTTER, 'native')
-        return {}
 
     from ansible.module_utils.common import warnings
     for name in ('_global_warnings', '_global_deprecations'):  # each run reports only its own
