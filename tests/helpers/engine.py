@@ -4,6 +4,7 @@ run_transaction with an edit of the test's, a load test that answers what the te
 module's params make."""
 
 import json
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -33,6 +34,26 @@ def make_node(tmp_path):
     path = etc / 'config.toml'
     path.write_text(fixture_text('v3_default.toml').replace('imports = []', 'imports = ["%s"]' % dropin, 1))
     return dict(path=str(path), dropin=str(dropin), state=str(tmp_path / 'state'), tmp=str(tmp_path))
+
+
+def node_from_fixture(tmp_path, name, text=None):
+    """etc/config.toml under tmp_path with a fixture's text (or text made from it), and a state folder."""
+    path = tmp_path / 'etc' / 'config.toml'
+    path.parent.mkdir()
+    path.write_text(fixture_text(name) if text is None else text(fixture_text(name), str(path)))
+    return dict(path=str(path), state=str(tmp_path / 'state'), tmp=str(tmp_path))
+
+
+def import_later_dropin(node, text):
+    """conf.d/20-late.toml with text, imported after the node's drop-in (make_node); its path."""
+    later = os.path.join(os.path.dirname(node['dropin']), '20-late.toml')
+    with open(later, 'w') as f:
+        f.write(text)
+    with open(node['path']) as f:
+        main = f.read().replace('imports = ["%s"]' % node['dropin'], 'imports = ["%s", "%s"]' % (node['dropin'], later))
+    with open(node['path'], 'w') as f:
+        f.write(main)
+    return later
 
 
 def setting(node, capsys, diff=False, module=containerd_setting, **args):

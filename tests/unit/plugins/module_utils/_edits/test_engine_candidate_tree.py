@@ -14,18 +14,15 @@ import tomllib
 import pytest
 
 from helpers.common import CONTAINERD_2, assert_containerd_accepts, fixture_text, read
-from helpers.engine import IMAGES, setting
+from helpers.engine import IMAGES, node_from_fixture, setting
 
 
 @pytest.fixture
 def self_importing(tmp_path):
     """2.1's default config.toml importing itself."""
     assert CONTAINERD_2, 'containerd 2.1 is needed (make deps)'
-    etc = tmp_path / 'etc'
-    etc.mkdir()
-    path = etc / 'config.toml'
-    path.write_text(fixture_text('v3_default.toml').replace('imports = []', 'imports = ["%s"]' % path, 1))
-    return dict(path=str(path), state=str(tmp_path / 'state'), tmp=str(tmp_path))
+    return node_from_fixture(tmp_path, 'v3_default.toml',
+                             lambda text, path: text.replace('imports = []', 'imports = ["%s"]' % path, 1))
 
 
 @pytest.fixture

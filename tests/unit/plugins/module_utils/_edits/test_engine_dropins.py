@@ -22,7 +22,7 @@ from ansible.module_utils.testing import patch_module_args
 from helpers.common import CONTAINERD_2, fixture_text, read
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.engine import tree_records
 from ansible_collections.nodeguard.containerd.plugins.modules import containerd_runtime
-from helpers.engine import IMAGES, RUNTIME, make_node, setting
+from helpers.engine import IMAGES, RUNTIME, import_later_dropin, make_node, setting
 
 
 @pytest.fixture
@@ -92,13 +92,8 @@ def test_check_mode_says_the_change_would_go_to_the_drop_in_and_writes_nothing(n
 
 
 def test_edit_in_a_drop_in_that_a_later_one_overrides_is_refused_even_in_check_mode(node, capsys):
-    later = os.path.join(os.path.dirname(node['dropin']), '20-late.toml')
-    with open(later, 'w') as f:
-        f.write("version = 3\n%s  snapshotter = 'zfs'\n" % IMAGES)
-    with open(node['path']) as f:
-        text = f.read().replace('imports = ["%s"]' % node['dropin'], 'imports = ["%s", "%s"]' % (node['dropin'], later))
-    with open(node['path'], 'w') as f:
-        f.write(text)
+    later = import_later_dropin(node, "version = 3\n%s  snapshotter = 'zfs'\n" % IMAGES)
+    text = read(node['path'])
     dropin_before = read(node['dropin'])
     for check in (True, False):
         res = setting(node, capsys, key='images.snapshotter', value='native', edit_in=node['dropin'],

@@ -21,7 +21,8 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from helpers.common import CONTAINERD_1, assert_containerd_accepts, fixture_text, read
+from helpers.common import CONTAINERD_1, assert_containerd_accepts, read
+from helpers.engine import node_from_fixture
 from ansible_collections.nodeguard.containerd.plugins.modules import containerd_setting
 
 KEY = 'images.snapshotter'
@@ -35,11 +36,7 @@ class Crash(BaseException):
 @pytest.fixture
 def node(tmp_path):
     assert CONTAINERD_1, 'containerd 1.6 is needed (make deps)'
-    etc = tmp_path / 'etc'
-    etc.mkdir()
-    path = etc / 'config.toml'
-    path.write_text(fixture_text('v2_kubeadm.toml'))
-    return dict(path=str(path), state=str(tmp_path / 'state'), tmp=str(tmp_path))
+    return node_from_fixture(tmp_path, 'v2_kubeadm.toml')
 
 
 def run(node, capsys, **args):

@@ -8,13 +8,12 @@ change, and the value would still not be in effect).
 The module runs in this process, judged by the real containerd 2.1.
 """
 
-import os
 import tomllib
 
 import pytest
 
 from helpers.common import CONTAINERD_2, assert_containerd_accepts, read
-from helpers.engine import IMAGES, edit_run, make_node, setting
+from helpers.engine import IMAGES, edit_run, import_later_dropin, make_node, setting
 
 V3_SNAPSHOTTER = ('plugins', 'io.containerd.cri.v1.images', 'snapshotter')
 
@@ -41,18 +40,12 @@ def test_an_edit_that_declares_nothing_it_wants_moves_to_the_drop_in_that_decide
 
 
 def test_a_named_drop_in_already_holding_the_value_a_later_drop_in_overrides_is_refused(node, capsys):
-    later = os.path.join(os.path.dirname(node['dropin']), '20-late.toml')
-    with open(later, 'w') as f:
-        f.write("version = 3\n%s  snapshotter = 'zfs'\n" % IMAGES)
+    later = import_later_dropin(node, "version = 3\n%s  snapshotter = 'zfs'\n" % IMAGES)
     with open(node['dropin'], 'w') as f:
         f.write("version = 3\n%s  snapshotter = 'native'\n" % IMAGES)
-    with open(node['path']) as f:
-        text = f.read().replace('imports = ["%s"]' % node['dropin'], 'imports = ["%s", "%s"]' % (node['dropin'], later))
-    with open(node['path'], 'w') as f:
-        f.write(text)
-    dropin_before = read(node['dropin'])
+    dropin_before, main_before = read(node['dropin']), read(node['path'])
     res = setting(node, capsys, key='images.snapshotter', value='native', edit_in=node['dropin'])
     assert res['failed'], res
     assert res['msg'].startswith('refusing to write %s: plugins."io.containerd.cri.v1.images".snapshotter = '
                                  "'native' in %s has no effect: %s sets" % (node['dropin'], node['dropin'], later))
-    assert read(node['dropin']) == dropin_before and read(node['path']) == text
+    assert read(node['dropin']) == dropin_before and read(node['path']) == main_before

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from helpers.common import make_tar
+from helpers.kata_payload import cut_short
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import kata_payload as _payload
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.kata_payload import (
     PayloadError,
@@ -84,10 +85,7 @@ def test_the_stream_seeks_forward_by_reading_and_back_by_replaying_or_starting_a
 
 def test_a_damaged_archive_is_named(tmp_path):
     path = zst(tmp_path, MEMBERS)
-    with open(path, 'rb') as f:
-        data = f.read()
-    with open(path, 'wb') as f:
-        f.write(data[:len(data) // 3])
+    cut_short(path)
     with pytest.raises(PayloadError) as err:
         read_members(path, 'opt/kata')
     assert str(err.value).startswith('cannot read the payload archive %s' % path)

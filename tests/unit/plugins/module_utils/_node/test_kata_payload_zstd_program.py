@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from helpers.common import make_tar
+from helpers.kata_payload import cut_short
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node import kata_payload as _payload
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.kata_payload import (
     CHUNK,
@@ -39,10 +40,7 @@ def program_stream(archive):
 
 def test_a_truncated_archive_fails_with_zstd_s_own_words(tmp_path):
     path = zst(tmp_path)
-    with open(path, 'rb') as f:
-        data = f.read()
-    with open(path, 'wb') as f:
-        f.write(data[:len(data) // 3])
+    cut_short(path)
     with pytest.raises(PayloadError) as err:
         read_members(path, 'opt/kata')
     # zstd fails and says why; that is the error, not tarfile's guess at a short stream

@@ -7,14 +7,13 @@ image is in tests/standins/test_sandbox_probes.py, and on the Molecule nodes in 
 
 import json
 import os
-import socket
-import threading
 import time
 
 REAL_SLEEP = time.sleep
 
 import pytest
 
+from helpers.grpc_sockets import answering
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import probe
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import proxy
 from ansible_collections.nodeguard.containerd.plugins.module_utils._readiness import service as svc
@@ -230,22 +229,6 @@ def test_an_unreadable_journal_is_said(monkeypatch):
 
 
 # ---------------------------------------------------------------- a proxy plugin's socket
-def serve(path, reply):
-    """A Unix socket server that answers one connection with reply (bytes) and closes."""
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(path)
-    srv.listen(1)
-
-    def answer():
-        conn = srv.accept()[0]
-        if reply:
-            conn.sendall(reply)
-        conn.recv(64)
-        conn.close()
-    threading.Thread(target=answer, daemon=True).start()
-    return srv
-
-
 DUMP = {'version': 3, 'proxy_plugins': {'nydus': {'type': 'snapshot', 'address': None}},
         'plugins': {'io.containerd.cri.v1.images': {'snapshotter': 'overlayfs'}}}
 
@@ -269,14 +252,14 @@ def test_nothing_on_the_socket_fails_and_is_required_only_when_used(tmp_path):
 
 def test_a_server_that_is_not_grpc_or_not_nydus_is_named(tmp_path):
     address = str(tmp_path / 'a.sock')
-    srv = serve(address, b'')
+    srv = answering(address, b'')
     try:
         assert proxy.socket_answers(address) == (
             False, '%s accepted the connection and closed it without a word (not a gRPC server)' % address)
     finally:
         srv.close()
     os.unlink(address)
-    srv = serve(address, b'\x00\x00\x00\x04\x00\x00\x00\x00\x00')  # an HTTP/2 SETTINGS frame: gRPC
+    srv = answering(address, b'\x00\x00\x00\x04\x00\x00\x00\x00\x00')  # an HTTP/2 SETTINGS frame: gRPC
     try:
         (check,) = proxy.proxy_checks(nydus_dump(address), {})
     finally:

@@ -18,15 +18,12 @@ NYDUS = '''
   address = "/run/containerd-nydus/containerd-nydus-grpc.sock"
 '''
 
+# the runtimes as inline tables under the containerd table (version 2) and as tables (version 3)
 V2 = '''version = 2
 %s
 [plugins."io.containerd.grpc.v1.cri".containerd]
   snapshotter = "%s"
-  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-    runtime_type = "io.containerd.runc.v2"
-  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]
-    runtime_type = "io.containerd.kata.v2"
-    snapshotter = "nydus"
+  runtimes = { runc = { runtime_type = "io.containerd.runc.v2" }, kata = { runtime_type = "io.containerd.kata.v2", snapshotter = "nydus" } }
 '''
 
 V3 = '''version = 3
