@@ -8,6 +8,7 @@ files' keys when it has one, else the merge rule of the node's containerd) and t
 """
 
 import tomllib
+from types import SimpleNamespace
 
 import pytest
 
@@ -20,7 +21,13 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_
     parse_toml,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.runtime_guard import refuse_lost_runtimes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.runtime_guard import (
+    _why,
+    _why_default,
+    default_runtime,
+    refuse_lost_runtimes,
+    targeted_runtimes,
+)
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import get_in
 
 BINARY = {(1, 6): 'host', (1, 7): '1.7', (2, 1): '2'}
@@ -196,3 +203,59 @@ def test_on_1x_a_default_runtime_a_drop_ins_cri_table_replaces_is_refused_with_t
         'fail: %s defines it, and %s. Nothing was written. Fix: make the change in the file that defines them '
         '(edit_in: %s), or change that file so %s does not override it.'
         % (images, edit.main, rule, edit.main, rule, edit.main, images))
+
+
+def test_a_default_runtime_no_file_defines_is_refused_saying_so(tmp_path):
+    """containerd 2.1's default config runs its built-in runc; an edit that names an undefined default would
+    fail the CRI plugin (the config dump still accepts it)."""
+    edit = Edit(tmp_path, (2, 1))
+    edit.state('version = 3\n')
+    edit.state('version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd]\ndefault_runtime_name = "nvidia"\n')
+    assert get_in(edit.dumps[1], V3_RUNTIMES[:-1] + ('default_runtime_name',)) == 'nvidia'
+    assert edit.refusal(edit.main, [V3_RUNTIMES[:-1] + ('default_runtime_name',)]) == (
+        'refusing to write %s: default_runtime_name = "nvidia" would name no runtime containerd runs, so its CRI '
+        'plugin would fail: no file defines it. Nothing was written. Fix: make the change in the file that defines '
+        'them (edit_in: auto), or change that file so %s does not override it.' % (edit.main, edit.main))
+
+
+def test_an_empty_default_runtime_name_is_containerd_s_runc(tmp_path):
+    edit = Edit(tmp_path, (2, 1))
+    edit.state('version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd]\ndefault_runtime_name = ""\n')
+    assert default_runtime(edit.views[0]) == 'runc'
+    refuse_lost_runtimes(edit.views[0], edit.views[0], edit.main, [])
+
+
+def test_each_runtime_an_edit_names_is_its_own_and_the_others_are_still_guarded(tmp_path):
+    """The edit changes kata (its own) and takes away nvidia: nvidia is named, kata is not."""
+    edit = Edit(tmp_path, (2, 1))
+    both = KATA_V2 + '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\nruntime_type = "io.containerd.runc.v2"\n'
+    edit.state('version = 2\nimports = ["{d}"]\n', d=both)
+    edit.state('version = 2\nimports = ["{d}"]\n', d=KATA_V2.replace('io.containerd.kata.v2', 'io.containerd.kata-qemu.v2'))
+    assert edit.runtimes_in_effect() == [['kata', 'nvidia'], ['kata']]
+    msg = edit.refusal(edit.path('d'), [('plugins', CRI_V2, 'containerd', 'runtimes', 'kata', 'runtime_type')])
+    assert 'would be lost or altered: nvidia (gone);' in msg and 'kata (' not in msg, msg
+
+
+def test_a_changed_table_names_its_runtime():
+    assert targeted_runtimes([('plugins', CRI_V2, 'containerd', 'runtimes', 'kata')]) == {'kata'}
+    assert targeted_runtimes([('containerd', 'runtimes', 'kata', 'options', 'BinaryName'), ('imports',)]) == {'kata'}
+
+
+# The merge-rule reasons when the model holds no reason of its own for the files (views as stand-ins)
+def _view(replace, versions):
+    return SimpleNamespace(unread={}, containerd_ver=(1, 7, 24) if replace else (2, 1, 9), replace=replace,
+                           files=[(path, {'version': v}) for path, v in versions.items()])
+
+
+def test_a_version_2_drop_in_s_runtime_gone_on_2x_is_said_to_be_dropped_with_the_version_2_runtimes():
+    view = _view(False, {'/c.toml': 3, '/d.toml': 2})
+    dropped = ("containerd 2.1.9 drops a version 2 drop-in's runtimes once a version 3 runtimes table exists (it "
+               "migrates no version 2 runtimes then)")
+    assert _why(view, ['/d.toml'], True) == dropped
+    assert _why(view, ['/d.toml'], False) == 'a file read later decides them'
+    assert _why(view, ['/c.toml'], True) == 'a file read later decides them'
+    assert _why_default(view, ['/d.toml'], set()) == '/d.toml defines it, and ' + dropped
+    assert _why_default(view, ['/d.toml'], {'/d.toml'}) == '/d.toml defines it, and the edit takes that file out of the tree'
+    assert _why_default(view, [], set()) == 'no file defines it'
+    assert _why(_view(True, {'/c.toml': 2}), ['/c.toml'], True) == (
+        'containerd 1.7.24 replaces the whole CRI plugin table with the one read last')
