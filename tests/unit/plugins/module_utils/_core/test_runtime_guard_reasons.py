@@ -259,3 +259,15 @@ def test_a_version_2_drop_in_s_runtime_gone_on_2x_is_said_to_be_dropped_with_the
     assert _why_default(view, [], set()) == 'no file defines it'
     assert _why(_view(True, {'/c.toml': 2}), ['/c.toml'], True) == (
         'containerd 1.7.24 replaces the whole CRI plugin table with the one read last')
+
+
+def test_a_gone_runtime_takes_the_reason_of_a_gone_runtime():
+    """The merge rule chosen for a runtime that is gone (not only changed), with views as stand-ins."""
+    def view(runtimes):
+        table = {'plugins': {CRI_V3_RUNTIME: {'containerd': {'runtimes': runtimes}}}}
+        return SimpleNamespace(merged=table, files_behind=lambda path: {'/d.toml'} if path[-1] == 'kata' else set(),
+                               **vars(_view(False, {'/c.toml': 3, '/d.toml': 2})))
+    with pytest.raises(ConfigError) as info:
+        refuse_lost_runtimes(view({'kata': {'runtime_type': 'io.containerd.kata.v2'}}), view({}), '/c.toml', [])
+    assert "kata (gone); they are defined in /d.toml, and containerd 2.1.9 drops a version 2 drop-in's runtimes" \
+        in str(info.value)
