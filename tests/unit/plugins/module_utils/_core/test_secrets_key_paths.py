@@ -61,3 +61,14 @@ def test_a_user_path_whose_key_ends_in_a_backslash_makes_that_value_secret():
     patterns = secrets.parse_patterns(['plugins."C:\\\\".token'])
     data = {'plugins': {'C:\\': {'token': 'backslash-key-secret'}, 'C:': {'token': 'plain-value'}}}
     assert secrets.secret_values(data, patterns) == {'backslash-key-secret'}
+
+
+def test_blanks_between_a_quoted_key_and_its_dot_are_skipped_one_by_one():
+    assert secrets.split_pattern('"a" .b') == ('a', 'b')
+    assert secrets.split_pattern('"a"  .b') == ('a', 'b')
+
+
+def test_a_key_not_followed_by_a_dot_is_refused_naming_the_offset():
+    with pytest.raises(ValueError) as err:
+        secrets.split_pattern('"a" b')
+    assert str(err.value) == '"." expected at offset 4'

@@ -58,3 +58,12 @@ def test_a_dropin_one_byte_over_the_size_nodeguard_edits_is_not_read(tmp_path):
     module = FakeModule(dropin=dropin_of_size(tmp_path, MAX_CONFIG_BYTES + 1))
     secrets.bind(module)
     assert module.no_log_values == set()
+
+
+def test_a_dropin_that_is_not_utf_8_is_passed_over(tmp_path):
+    """containerd would refuse it; noting its secrets must not crash the task before that refusal is said."""
+    path = tmp_path / 'latin1.toml'
+    path.write_bytes(b'[plugins."io.containerd.grpc.v1.cri".registry.configs."r".auth]\npassword = "caf\xe9"\n')
+    module = FakeModule(dropin=str(path))
+    secrets.bind(module)
+    assert module.no_log_values == set()
