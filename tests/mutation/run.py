@@ -877,6 +877,24 @@ def note_killer(name, out):
     return nodeid
 
 
+def seed_kill_history(report_json):
+    """Start the kill history with the tests that killed each file's mutants in the last report (its rechecks
+    too): under a --max-tests cap a test that killed there is judged first again, even where hundreds of the
+    file's own tests run the line. The number of kills taken over (0 without a readable report)."""
+    try:
+        with open(str(report_json)) as f:
+            records = json.load(f).get('mutants', [])
+    except (IOError, OSError, ValueError, AttributeError):
+        return 0
+    seeded = 0
+    for r in records:
+        killer = r.get('killed_by') or ''
+        if r.get('outcome') == KILLED and killer.startswith(('FAILED ', 'ERROR ')):
+            note_killer(r['file'], killer)
+            seeded += 1
+    return seeded
+
+
 MAX_TESTS = [None]
 
 
@@ -1546,6 +1564,8 @@ def run_all(args, argv, cfg, equivalents, cr_version, operator_names):
     # the commit itself, once: every copy is of it, and the report names it (HEAD may move during a long run)
     args.rev = git('rev-parse', args.rev).strip()
     trees = [run_dir / ('w%d' % i) for i in range(workers)]
+    log('kill history: %d kills of the last report (%s)' % (seed_kill_history(out_dir / 'report.json'),
+                                                             out_dir / 'report.json'))
     try:
         trace, excluded = prepare_trees(args, cfg, trees, run_dir, out_dir, workers)
         log('operators: %s (%d cosmic-ray operators)' % (cfg['operators'], len(operator_names)))

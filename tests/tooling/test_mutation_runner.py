@@ -3,6 +3,7 @@
 server."""
 
 import importlib.util
+import json
 import re
 import time
 from pathlib import Path
@@ -42,6 +43,32 @@ def test_tests_written_for_the_file_go_first_then_kill_history_then_fastest():
     ]
     assert run._written_for('_core/ledger.py', 'tests/unit/test_ledger.py::test_x')
     assert not run._written_for('_core/ledger.py', 'tests/unit/test_engine_durability.py::test_x')
+
+
+def test_the_kill_history_starts_with_the_last_reports_killers(tmp_path):
+    """A full run judges a capped line's mutants first with the tests that killed that file's mutants in the
+    last report, its rechecks too: among the file's own tests, those go before the faster ones."""
+    run = _runner()
+    report = tmp_path / 'report.json'
+    report.write_text(json.dumps(dict(mutants=[
+        dict(file='_baseline/states.py', outcome='killed', killed_by='FAILED tests/unit/test_states_run.py::test_k'),
+        dict(file='_baseline/states.py', outcome='killed', killed_by='FAILED tests/unit/test_states_run.py::test_k'),
+        dict(file='_baseline/states.py', outcome='killed', killed_by='timeout'),
+        dict(file='_baseline/states.py', outcome='survived', killed_by='FAILED tests/unit/test_states_run.py::test_s'),
+        dict(file='_core/atomic.py', outcome='killed', killed_by='ERROR tests/unit/test_atomic_lock.py::test_e'),
+    ])))
+    run._killers.clear()
+    try:
+        assert run.seed_kill_history(report) == 3
+        assert run._killers == {'_baseline/states.py': {'tests/unit/test_states_run.py::test_k': 2},
+                                '_core/atomic.py': {'tests/unit/test_atomic_lock.py::test_e': 1}}
+        fastest_first = ['tests/unit/test_states_run.py::test_fast', 'tests/unit/test_states_run.py::test_k']
+        assert run.by_kill_history('_baseline/states.py', fastest_first) == fastest_first[::-1]
+    finally:
+        run._killers.clear()
+    assert run.seed_kill_history(tmp_path / 'none.json') == 0
+    (tmp_path / 'bad.json').write_text('{')
+    assert run.seed_kill_history(tmp_path / 'bad.json') == 0
 
 
 def test_a_mutant_cosmic_ray_cannot_make_is_skipped_and_said(tmp_path, capsys):
