@@ -1564,8 +1564,8 @@ def run_all(args, argv, cfg, equivalents, cr_version, operator_names):
     # the commit itself, once: every copy is of it, and the report names it (HEAD may move during a long run)
     args.rev = git('rev-parse', args.rev).strip()
     trees = [run_dir / ('w%d' % i) for i in range(workers)]
-    log('kill history: %d kills of the last report (%s)' % (seed_kill_history(out_dir / 'report.json'),
-                                                             out_dir / 'report.json'))
+    last_report = out_dir / 'report.json'
+    log('kill history: %d kills of the last report (%s)' % (seed_kill_history(last_report), last_report))
     try:
         trace, excluded = prepare_trees(args, cfg, trees, run_dir, out_dir, workers)
         log('operators: %s (%d cosmic-ray operators)' % (cfg['operators'], len(operator_names)))
