@@ -73,11 +73,12 @@ def _why(view_after, files, gone):
     return 'a file read later decides them'
 
 
-def _why_default(view_after, files, removed):
-    """Why default_runtime_name names no runtime in the candidate: files define it before the edit."""
+def _why_default(view_after, files, taken):
+    """Why default_runtime_name names no runtime in the candidate: files define it before the edit; taken: the
+    edit takes them all out of the tree."""
     if not files:
         return 'no file defines it'
-    if all(f in removed for f in files):
+    if taken:
         return '%s defines it, and the edit takes that file out of the tree' % ', '.join(files)
     return '%s defines it, and %s' % (', '.join(files), _why(view_after, files, True))
 
@@ -122,6 +123,7 @@ def refuse_lost_runtimes(view_before, view_after, target, changed_paths, allow_p
         return
     lost_files = sorted(files)
     default_files = sorted(_files_defining(view_before, default)) if bad_default else []
+    default_taken = bool(default_files) and set(default_files) <= removed
     parts = []
     if lost:
         parts.append('runtimes in effect now would be lost or altered: %s; they are defined in %s, and %s'
@@ -129,8 +131,8 @@ def refuse_lost_runtimes(view_before, view_after, target, changed_paths, allow_p
                         _why(view_after, lost_files, any_gone)))
     if bad_default:
         parts.append('default_runtime_name = "%s" would name no runtime containerd runs, so its CRI plugin '
-                     'would fail: %s' % (default, _why_default(view_after, default_files, removed)))
-    if not lost and default_files and all(f in removed for f in default_files):
+                     'would fail: %s' % (default, _why_default(view_after, default_files, default_taken)))
+    if not lost and default_taken:
         fix = ('keep importing %s, or first set default_runtime_name to a runtime that stays (containerd\'s '
                'built-in runc always does)' % ', '.join(default_files))
     else:

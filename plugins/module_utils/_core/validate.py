@@ -344,11 +344,16 @@ def refuse_unreadable_version(path, config_version, containerd_ver):
             key='version', found=config_version)
 
 
+def version_line(data):
+    """The file's version as written, None when it has no version line. version = 0 is Go's zero value, what a
+    missing line decodes to, so containerd reads it the same way (measured on 1.6, 1.7 and 2.1)."""
+    v = data.get('version')
+    return None if v == 0 and not isinstance(v, bool) else v
+
+
 def file_version(data):
-    v = data.get('version', 1)
-    # version = 0 is Go's zero value, what a file with no version line decodes to: containerd reads it as
-    # version 1 (measured on 1.6, 1.7 and 2.1)
-    return v if isinstance(v, int) and not isinstance(v, bool) and v != 0 else 1
+    v = version_line(data)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 1
 
 
 def reads_v3(containerd_ver):
@@ -419,9 +424,7 @@ def short_plugin_ids(path, data, is_main, containerd_ver):
     unknown id as a table of its own). What makes an id full depends on the
     binary (_is_full_id).
     """
-    version = data.get('version')
-    if version == 0 and not isinstance(version, bool):
-        version = None  # what a file with no version line decodes to
+    version = version_line(data)
     if version is None and not is_main:
         version = 1 if reads_v3(containerd_ver) else 2
     if file_version({'version': version}) < 2:

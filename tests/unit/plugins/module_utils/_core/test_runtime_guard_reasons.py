@@ -254,9 +254,9 @@ def test_a_version_2_drop_in_s_runtime_gone_on_2x_is_said_to_be_dropped_with_the
     assert _why(view, ['/d.toml'], True) == dropped
     assert _why(view, ['/d.toml'], False) == 'a file read later decides them'
     assert _why(view, ['/c.toml'], True) == 'a file read later decides them'
-    assert _why_default(view, ['/d.toml'], set()) == '/d.toml defines it, and ' + dropped
-    assert _why_default(view, ['/d.toml'], {'/d.toml'}) == '/d.toml defines it, and the edit takes that file out of the tree'
-    assert _why_default(view, [], set()) == 'no file defines it'
+    assert _why_default(view, ['/d.toml'], False) == '/d.toml defines it, and ' + dropped
+    assert _why_default(view, ['/d.toml'], True) == '/d.toml defines it, and the edit takes that file out of the tree'
+    assert _why_default(view, [], False) == 'no file defines it'
     assert _why(_view(True, {'/c.toml': 2}), ['/c.toml'], True) == (
         'containerd 1.7.24 replaces the whole CRI plugin table with the one read last')
 
