@@ -80,6 +80,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validat
     refuse_unreadable_version,
     self_import_warning,
     self_imports,
+    version_answer,
 )
 
 _VERSION_WORD = re.compile(r'^v?\d+\.\d+')
@@ -108,7 +109,7 @@ def _containerd_info(ctx):
     binary = ctx.containerd_bin
     if not binary:
         return None
-    rc, out, _err = ctx.run_command([binary, '--version'])
+    rc, out, _err = version_answer(ctx.run_command, binary)
     if rc != 0:
         return dict(binary=binary, version=None, output=None)
     version = None

@@ -19,6 +19,7 @@ import glob
 import os
 import re
 import shlex
+import weakref
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import get_in
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
@@ -85,9 +86,38 @@ def version_word(out):
     return None
 
 
+# The answers of `containerd --version`, per asker (the module behind a run_command) and binary file: one
+# module run asks the same binary several times (the edit, its baseline, the report), and each exec of the
+# Go binary costs tens of milliseconds on a busy node.
+_VERSION_ANSWERS = weakref.WeakKeyDictionary()
+
+
+def _asker(run_command):
+    """The module behind a context's run_command (ctx.run_command, module.run_command), else the callable."""
+    owner = getattr(run_command, '__self__', run_command)
+    return getattr(owner, 'module', owner)
+
+
+def version_answer(run_command, binary):
+    """(rc, out, err) of ``binary --version``, asked once per asker and binary file (path, size, mtime); a
+    failed answer is not kept, so the next caller asks again."""
+    try:
+        st = os.stat(binary)
+        kept = _VERSION_ANSWERS.setdefault(_asker(run_command), {})
+    except (OSError, TypeError):  # TypeError: an asker that takes no weak reference
+        return run_command([binary, '--version'])
+    key = (os.path.realpath(binary), st.st_size, st.st_mtime)
+    if key not in kept:
+        answer = run_command([binary, '--version'])
+        if answer[0] != 0:
+            return answer
+        kept[key] = answer
+    return kept[key]
+
+
 def containerd_version(run_command, binary):
     """(major, minor) of the node's containerd, or None if unknown."""
-    rc, out, _err = run_command([binary, '--version'])
+    rc, out, _err = version_answer(run_command, binary)
     word = version_word(out) if rc == 0 else None
     if word is None:
         return None

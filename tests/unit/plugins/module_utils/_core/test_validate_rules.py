@@ -25,6 +25,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validat
     run_validate,
     validate_command,
     validation_failed,
+    version_answer,
     version_word,
 )
 
@@ -47,6 +48,63 @@ def test_the_containerd_version_is_major_and_minor_of_a_successful_run(answer, v
         return answer
     assert containerd_version(run_command, '/usr/bin/containerd') == version
     assert calls == [['/usr/bin/containerd', '--version']]
+
+
+class Asker:
+    """A module stand-in whose run_command counts the `--version` runs, answering rc (then 0)."""
+
+    def __init__(self, rc=0):
+        self.calls, self.rc = [], rc
+
+    def run_command(self, cmd):
+        self.calls.append(cmd)
+        rc, self.rc = self.rc, 0
+        return rc, 'containerd github.com/containerd/containerd 1.7.24 1.7.24\n', 'boom' if rc else ''
+
+
+class Ctx:
+    """A context whose run_command wraps its module's, as the engine's does."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def run_command(self, cmd):
+        return self.module.run_command(cmd)
+
+
+def test_one_module_run_asks_a_binary_for_its_version_once(tmp_path):
+    binary = tmp_path / 'containerd'
+    binary.write_text('#!/bin/sh\n')
+    module = Asker()
+    # the edit's context, the baseline's and the module itself share the answer
+    for run_command in (Ctx(module).run_command, Ctx(module).run_command, module.run_command):
+        assert containerd_version(run_command, str(binary)) == (1, 7)
+    assert module.calls == [[str(binary), '--version']]
+    # another module run asks again, and so does this one once the binary is replaced
+    other = Asker()
+    assert version_answer(other.run_command, str(binary))[0] == 0
+    binary.write_text('#!/bin/sh\n# a new build\n')
+    assert version_answer(module.run_command, str(binary))[0] == 0
+    assert len(other.calls) == 1 and len(module.calls) == 2
+
+
+def test_a_failed_version_answer_is_asked_again(tmp_path):
+    binary = tmp_path / 'containerd'
+    binary.write_text('#!/bin/sh\n')
+    module = Asker(rc=1)
+    assert version_answer(module.run_command, str(binary)) == (
+        1, 'containerd github.com/containerd/containerd 1.7.24 1.7.24\n', 'boom')
+    assert containerd_version(module.run_command, str(binary)) == (1, 7)
+    assert containerd_version(module.run_command, str(binary)) == (1, 7)
+    assert len(module.calls) == 2
+
+
+def test_a_missing_binary_is_asked_every_time(tmp_path):
+    module = Asker()
+    missing = str(tmp_path / 'no-containerd')
+    assert containerd_version(module.run_command, missing) == (1, 7)
+    assert containerd_version(module.run_command, missing) == (1, 7)
+    assert len(module.calls) == 2
 
 
 def test_containerd_1x_reading_a_version_3_file_does_not_replace_tables():
