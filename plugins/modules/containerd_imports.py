@@ -66,6 +66,8 @@ options:
         keeps the listed order. Entries already present stay where they are.
       - V(absent) removes each listed entry (every occurrence), unless another owner recorded in the ledger
         still imports it; that one is kept and reported in RV(kept).
+      - An entry that no owner recorded (written by hand or by another tool) is kept too (in RV(kept), with a
+        warning), unless its file is missing (containerd cannot start with it).
     type: str
     choices: [present, absent]
     default: present
@@ -240,7 +242,7 @@ pruned:
   type: list
   elements: str
 kept:
-  description: Entries asked to be absent that were kept because another owner still imports them.
+  description: Entries asked to be absent that were kept because another owner still imports them or no owner recorded them.
   returned: success
   type: list
   elements: str

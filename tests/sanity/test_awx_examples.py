@@ -243,6 +243,37 @@ def test_each_survey_variable_is_declared_with_its_type(playbook):
     assert check_survey(survey(playbook), [playbook], playbook) == []
 
 
+def documented_templates():
+    """{template name: [the variables its row of docs/awx.md names, in order]}: the backticked name that opens
+    each ';'-separated part of the row's third column."""
+    rows = {}
+    with open(os.path.join(REPO, 'docs', 'awx.md')) as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip('|').split('|')]
+            if len(cells) == 3 and cells[0].startswith('nodeguard '):
+                rows[cells[0]] = [re.match(r'`([a-z_]+)`', part.strip()).group(1) for part in top_parts(cells[2])]
+    return rows
+
+
+def top_parts(text):
+    """text split at each ';' outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {'(': 1, ')': -1}.get(ch, 0)
+        if ch == ';' and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
+
+
+def test_the_awx_guide_lists_each_templates_survey():
+    documented = documented_templates()
+    for playbook in PLAYBOOKS:
+        spec = survey(playbook)
+        assert documented.get(spec['name']) == [q['variable'] for q in spec['spec']], spec['name']
+    assert sorted(documented) == sorted(survey(p)['name'] for p in PLAYBOOKS)
+
+
 def workflow_nodes():
     play = awx_play()
     workflow = task(play, 'workflow_job_template')['awx.awx.workflow_job_template']

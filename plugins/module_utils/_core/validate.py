@@ -196,8 +196,9 @@ def self_import_warning(path):
     return ('%s imports itself (imports lists its own path; NVIDIA\'s container toolkit before v1.18 writes '
             'that): containerd loads each file once, so the entry adds nothing, but a copy of the file checked '
             'at another path would read the live file through it; nodeguard validates its candidate with the '
-            'entry pointing at the candidate. Fix: remove the entry (containerd_imports entry: %s state: absent) '
-            'once the toolkit no longer manages the file.' % (path, path))
+            'entry pointing at the candidate. Fix: once the toolkit no longer manages the file, delete %s from its '
+            'imports by hand (containerd_imports removes only entries an owner recorded, or whose file is '
+            'gone).' % (path, path))
 
 
 def copies_for_containerd(files, texts, committed, write, containerd_ver=None):
