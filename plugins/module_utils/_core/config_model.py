@@ -216,14 +216,22 @@ def parse_error_message(path, exc):
     return '%s is not valid TOML:%s %s' % (path, where, exc)
 
 
+def version_line(data):
+    """The file's version as written, None when it has no version line. version = 0 is Go's zero value, what a
+    missing line decodes to, so containerd reads it the same way (measured on 1.6, 1.7 and 2.1)."""
+    v = data.get('version')
+    return None if v == 0 and not isinstance(v, bool) else v
+
+
 def detect_version(path, data, default_version=None):
     """The config version of parsed data, refusing what nodeguard cannot edit.
 
-    default_version: a drop-in without a version line is read with the main
-    file's layout (containerd 1.x applies its plugin tables as they are).
+    default_version: a drop-in without a version line (or with version = 0,
+    the same to containerd) is read with the main file's layout (containerd
+    1.x applies its plugin tables as they are).
     """
     version = data.get('version')
-    if version is None and default_version is not None:
+    if version_line(data) is None and default_version is not None:
         return default_version
     if version is None:
         raise ConfigError(

@@ -32,6 +32,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_
     parse_error_message,
     parse_toml,
     split_bom,
+    version_line,
     version_text,
 )
 
@@ -373,13 +374,6 @@ def refuse_unreadable_version(path, config_version, containerd_ver):
             '"containerd config default" on the node), or upgrade containerd first.'
             % (path, config_version, containerd_ver[0], containerd_ver[1], newest, newest),
             key='version', found=config_version)
-
-
-def version_line(data):
-    """The file's version as written, None when it has no version line. version = 0 is Go's zero value, what a
-    missing line decodes to, so containerd reads it the same way (measured on 1.6, 1.7 and 2.1)."""
-    v = data.get('version')
-    return None if v == 0 and not isinstance(v, bool) else v
 
 
 def file_version(data):

@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from helpers.common import CONTAINERD_1, CONTAINERD_17, CONTAINERD_2
+from helpers.engine import setting
 from helpers.trees import effective_view, write_tree
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     CRI_V2,
@@ -43,6 +44,14 @@ def test_version_0_reads_as_no_version_line():
     assert file_version({'version': 0}) == 1
     assert file_version({}) == 1
     assert file_version({'version': 2}) == 2
+
+
+def test_a_drop_in_with_version_0_takes_the_layout_of_config_toml():
+    assert detect_version('/etc/containerd/conf.d/gpu.toml', {'version': 0}, default_version=2) == 2
+    assert detect_version('/etc/containerd/conf.d/gpu.toml', {'version': 0}, default_version=3) == 3
+    # an explicit version 1 stays refused, drop-in or not
+    with pytest.raises(ConfigError):
+        detect_version('/etc/containerd/conf.d/gpu.toml', {'version': 1}, default_version=2)
 
 
 def test_a_config_toml_with_version_0_is_refused_as_version_1_with_the_fix():
@@ -82,3 +91,19 @@ def test_1x_merges_a_version_0_drop_in_with_the_full_cri_id_as_config_dump_shows
     view = effective_view(path, ver)
     assert view.value(('plugins', CRI_V2, 'containerd', 'snapshotter')) == 'native'
     assert view.ignored == [] and view.unread == {}
+
+
+@pytest.mark.parametrize('ver', [(1, 6, 20), (1, 7, 24)])
+def test_a_setting_is_made_in_a_version_0_drop_in_as_in_one_without_a_version_line(tmp_path, capsys, ver):
+    binary = BINARIES[ver]
+    assert binary, 'run make deps (containerd 1.6 and 1.7)'
+    path, paths = write_tree(tmp_path, MAIN_V2, d=FULL_ID_DROPIN % 'version = 0\n')
+    node = dict(path=path, state=str(tmp_path / 'state'), tmp=str(tmp_path))
+    res = setting(node, capsys, containerd_bin=binary, edit_in=paths['d'], settings=[
+        dict(key='plugins."io.containerd.grpc.v1.cri".containerd.snapshotter', value='overlayfs', raw=True)])
+    assert res.get('changed') is True and not res.get('failed'), res
+    assert res['file'] == paths['d']
+    with open(paths['d']) as f:
+        assert f.read() == FULL_ID_DROPIN.replace('"native"', '"overlayfs"') % 'version = 0\n'
+    rc, out = dump(binary, path)
+    assert rc == 0 and '      snapshotter = "overlayfs"' in out, out
