@@ -73,9 +73,11 @@ def _why(view_after, files, gone):
     return 'a file read later decides them'
 
 
-def _why_default(view_after, files, taken):
+def _why_default(view_after, files, taken, removed=False):
     """Why default_runtime_name names no runtime in the candidate: files define it before the edit; taken: the
-    edit takes them all out of the tree."""
+    edit takes them all out of the tree; removed: the edit removes that runtime itself."""
+    if removed:
+        return 'the edit removes it from %s' % ', '.join(files or ['the tree'])
     if not files:
         return 'no file defines it'
     if taken:
@@ -124,6 +126,7 @@ def refuse_lost_runtimes(view_before, view_after, target, changed_paths, allow_p
     lost_files = sorted(files)
     default_files = sorted(_files_defining(view_before, default)) if bad_default else []
     default_taken = bool(default_files) and set(default_files) <= removed
+    default_removed = bad_default and default in targeted
     parts = []
     if lost:
         parts.append('runtimes in effect now would be lost or altered: %s; they are defined in %s, and %s'
@@ -131,8 +134,12 @@ def refuse_lost_runtimes(view_before, view_after, target, changed_paths, allow_p
                         _why(view_after, lost_files, any_gone)))
     if bad_default:
         parts.append('default_runtime_name = "%s" would name no runtime containerd runs, so its CRI plugin '
-                     'would fail: %s' % (default, _why_default(view_after, default_files, default_taken)))
-    if not lost and default_taken:
+                     'would fail: %s' % (default, _why_default(view_after, default_files, default_taken,
+                                                               default_removed)))
+    if not lost and default_removed:
+        fix = ('first set default_runtime_name to a runtime that stays (containerd\'s built-in runc always does), '
+               'then remove %s' % default)
+    elif not lost and default_taken:
         fix = ('keep importing %s, or first set default_runtime_name to a runtime that stays (containerd\'s '
                'built-in runc always does)' % ', '.join(default_files))
     else:

@@ -181,6 +181,33 @@ def test_a_default_runtime_whose_drop_in_leaves_the_tree_is_refused_naming_that_
         'built-in runc always does).' % (edit.main, nvidia, nvidia))
 
 
+@pytest.mark.parametrize('ver', [(1, 7), (2, 1)])
+def test_removing_the_default_runtime_itself_is_refused_saying_the_edit_removes_it(tmp_path, ver):
+    """config.toml makes nvidia the default; the edit deletes nvidia's table from the drop-in that defines it.
+    containerd's config dump still accepts the result, its CRI plugin would not: the reason is the edit itself,
+    and the fix is to move the default first."""
+    edit = Edit(tmp_path, ver)
+    if ver >= (2, 0):
+        header, nvidia = 'version = 3\n', 'version = 3\n' + NVIDIA_NO_VERSION.replace(CRI_V2, CRI_V3_RUNTIME)
+        table, runtimes = CRI_V3_RUNTIME, V3_RUNTIMES
+    else:
+        header, nvidia, table, runtimes = 'version = 2\n', 'version = 2\n' + NVIDIA_NO_VERSION, CRI_V2, V2_RUNTIMES
+    main = header + 'imports = ["{nvidia}"]\n[plugins."%s".containerd]\ndefault_runtime_name = "nvidia"\n' % table
+    if ver < (2, 0):  # 1.x: the drop-in's CRI table replaces config.toml's, so it carries the default itself
+        nvidia = nvidia.replace('[plugins', '[plugins."%s".containerd]\ndefault_runtime_name = "nvidia"\n[plugins'
+                                % CRI_V2, 1)
+    edit.state(main, nvidia=nvidia)
+    emptied = nvidia.split('[plugins."%s".containerd.runtimes.nvidia]' % table)[0]
+    edit.state(main, nvidia=emptied)
+    assert edit.runtimes_in_effect() == [['nvidia'], []]
+    nvidia_path = edit.path('nvidia')
+    assert edit.refusal(nvidia_path, [runtimes + ('nvidia',)]) == (
+        'refusing to write %s: default_runtime_name = "nvidia" would name no runtime containerd runs, so its CRI '
+        'plugin would fail: the edit removes it from %s. Nothing was written. Fix: first set default_runtime_name '
+        'to a runtime that stays (containerd\'s built-in runc always does), then remove nvidia.'
+        % (nvidia_path, nvidia_path))
+
+
 @pytest.mark.parametrize('ver', [(1, 6), (1, 7)])
 def test_on_1x_a_default_runtime_a_drop_ins_cri_table_replaces_is_refused_with_the_replace_rule(tmp_path, ver):
     """containerd 1.x: a drop-in's CRI table replaces config.toml's, kata (the default) with it. Both the lost
