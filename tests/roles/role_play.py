@@ -30,6 +30,7 @@ TASKS = '''  tasks:
           ansible.builtin.set_fact:
             test_failure: "{{{{ ansible_failed_result.msg | default('failed') }}}}"
     - name: What the test reads
+      check_mode: false
       ansible.builtin.copy:
         dest: {out}
         mode: "0644"
@@ -45,8 +46,9 @@ def role_tasks(role, role_vars, out, reads):
     return TASKS.format(role=role, role_vars=json.dumps(role_vars), out=out, reads=reads)
 
 
-def run_playbook(workdir, text, containerd_dir=None):
-    """Write text as workdir/play.yml and run it on localhost with the test's interpreter; the process."""
+def run_playbook(workdir, text, containerd_dir=None, extra_args=()):
+    """Write text as workdir/play.yml and run it on localhost with the test's interpreter (and extra_args, e.g.
+    --check); the process."""
     play = os.path.join(workdir, 'play.yml')
     with open(play, 'w') as f:
         f.write(text)
@@ -55,5 +57,5 @@ def run_playbook(workdir, text, containerd_dir=None):
     if containerd_dir:
         env['PATH'] = containerd_dir + os.pathsep + env.get('PATH', '')
     return subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
-                           '-e', 'ansible_python_interpreter=' + sys.executable, play],
+                           '-e', 'ansible_python_interpreter=' + sys.executable, play] + list(extra_args),
                           capture_output=True, text=True, env=env, timeout=600, check=False)

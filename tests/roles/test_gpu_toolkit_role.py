@@ -60,7 +60,7 @@ def stand_in(workdir, name='nvidia-container-runtime', mode=0o755):
     return path
 
 
-def run_role(workdir, path, role_vars, extra_play_vars=None, containerd_dir=None):
+def run_role(workdir, path, role_vars, extra_play_vars=None, containerd_dir=None, check=False):
     """ansible-playbook on PLAY: (tasks that changed, the play's result file, stdout, whether the handler ran).
 
     The handler (the restart contract, notified by a config change) runs after
@@ -77,8 +77,8 @@ def run_role(workdir, path, role_vars, extra_play_vars=None, containerd_dir=None
         text = text.replace('    gpu_toolkit_flush: false\n', '    gpu_toolkit_flush: false\n' + ''.join(
             '    %s: %s\n' % (k, json.dumps(v)) for k, v in extra_play_vars.items()))
     text += role_tasks('gpu_toolkit', role_vars, out, "'added': __gpu_toolkit_added | default({}), "
-                       "'removed': __gpu_toolkit_removed | default({})")
-    proc = run_playbook(workdir, text, containerd_dir)
+                       "'removed': __gpu_toolkit_removed | default({}), 'gone': gpu_toolkit_gone | default(None)")
+    proc = run_playbook(workdir, text, containerd_dir, ['--check'] if check else [])
     tasks, _sep, handlers = proc.stdout.partition('\nRUNNING HANDLER [')
     # an include_tasks handler says "included" when it runs, "skipping" when its condition is false
     handler_ran = re.search(r'nodeguard\.containerd\.gpu_toolkit : Restart containerd once[^\n]*\n(?!skipping)',
@@ -163,11 +163,14 @@ def test_install_rerun_uninstall_rerun_through_the_group_defaults(workdir, confi
     assert read(path) == original
     assert records(workdir, path) == []
     assert_untouched_decoy(workdir)
+    # published for site.yml: the table the role created is gone; runc, whose BinaryName it only set, stays
+    assert res['gone'] == ['nvidia']
 
     changed, res, out, restarted = run_role(workdir, path, dict(gpu_toolkit_state='absent'), containerd_dir=ctd17)
     assert (changed, res['failure'], restarted) == (0, '', False)
     assert 'The ledger records no change by owner gpu_toolkit' in out
     assert read(path) == original
+    assert res['gone'] == []
 
 
 def test_cdi_turned_off_puts_back_both_keys_in_one_call(workdir, config):
@@ -306,3 +309,25 @@ def test_a_run_that_only_took_the_baseline_rolls_nothing_back(workdir, config):
     assert '%s was not changed by this run; nothing rolled back.' % path in msg, msg
     assert 'config_snapshot : ' not in out  # no restore
     assert read(path) == installed
+    # the rescue settled the restart: the handler the edit notified does not restart containerd after it
+    assert restarted is False
+
+
+def test_check_mode_on_a_node_without_the_nvidia_repository_reports_the_install(workdir, config):
+    """gpu_toolkit_manage_packages on a node the NVIDIA repository is not set up on yet: in check mode the
+    repository is not written, so apt cannot see the packages. The run reports the install instead of trying
+    it (apt would fail: "No package matching"), and writes nothing."""
+    path = config('v2_kubeadm.toml')
+    before = read(path)
+    source = '/etc/apt/sources.list.d/nvidia-container-toolkit.list'
+    assert not os.path.exists(source)
+    _changed, res, out, restarted = run_role(workdir, path, dict(
+        gpu_toolkit_manage_packages=True, gpu_toolkit_apt_key_url='',
+        gpu_toolkit_packages=['nodeguard-test-no-such-package']), check=True)
+    assert not res['failure'], res['failure']
+    assert 'Check mode: nodeguard-test-no-such-package would be installed from the NVIDIA repository' in out, \
+        out[-3000:]
+    assert re.search(r'TASK \[nodeguard\.containerd\.gpu_toolkit : Install the NVIDIA container toolkit \(apt\)\]'
+                     r'[^\n]*\nskipping:', out), out[-3000:]
+    assert res['added']['changed'] is True  # the edit says what it would change
+    assert read(path) == before and not os.path.exists(source) and restarted is False

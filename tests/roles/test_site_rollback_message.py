@@ -102,3 +102,17 @@ def test_the_rollback_uses_the_config_and_baseline_the_roles_used(given, path, s
     for step in steps:
         assert step['vars'].get('config_snapshot_path', step['vars'].get('node_readiness_config_path')) \
             == '{{ site_config_path }}', step['name']
+
+
+@pytest.mark.parametrize('gpu, coco, gone', [
+    ('absent', 'skip', ['nvidia']),
+    ('absent', 'absent', ['nvidia', 'kata-qemu']),
+    ('present', 'absent', ['kata-qemu']),
+])
+def test_the_runtimes_that_must_be_gone_are_those_the_roles_took_out(gpu, coco, gone):
+    """gpu_toolkit's own count (gpu_toolkit_gone: a runtime the NVIDIA toolkit's drop-in still defines was never
+    the role's and stays), and every handler of coco."""
+    variables = trusted(PLAY['vars'])
+    variables.update(gpu_toolkit_state=gpu, coco_state=coco, gpu_toolkit_runtimes=['nvidia', 'nvidia-cdi'],
+                     gpu_toolkit_gone=['nvidia'], coco_handlers=[{'name': 'kata-qemu'}])
+    assert render(variables, 'site_gone') == gone

@@ -418,7 +418,7 @@ def _shadow_error(main_path, effects, edit_in):
     if edit_in == 'config' and homes:
         fixes.append('edit_in: auto writes the change where containerd reads it (%s)' % ', '.join(homes))
     if homes:
-        fixes.append('or change or remove that drop-in (%s) and run again' % ', '.join(homes))
+        fixes.append('%schange or remove that drop-in (%s) and run again' % ('or ' if fixes else '', ', '.join(homes)))
     else:
         fixes.append('check that the key exists in this containerd version')
     return ConfigError('refusing to write %s: %s. Nothing was written. Fix: %s.'

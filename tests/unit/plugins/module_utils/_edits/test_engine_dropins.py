@@ -101,7 +101,7 @@ def test_edit_in_a_drop_in_that_a_later_one_overrides_is_refused_even_in_check_m
         assert res['failed'], res
         assert res['msg'].startswith('refusing to write %s: plugins."io.containerd.cri.v1.images".snapshotter = '
                                      "'native' in %s has no effect: %s sets" % (node['dropin'], node['dropin'], later))
-        assert res['msg'].endswith('change or remove that drop-in (%s) and run again.' % later)
+        assert res['msg'].endswith('Fix: change or remove that drop-in (%s) and run again.' % later)
         assert 'edit_in: auto' not in res['msg']  # edit_in named the file: auto is no fix here
         assert read(node['dropin']) == dropin_before and read(node['path']) == text
 
