@@ -331,3 +331,12 @@ def test_check_mode_on_a_node_without_the_nvidia_repository_reports_the_install(
                      r'[^\n]*\nskipping:', out), out[-3000:]
     assert res['added']['changed'] is True  # the edit says what it would change
     assert read(path) == before and not os.path.exists(source) and restarted is False
+
+
+def test_a_default_runtime_not_among_the_runtimes_is_refused_naming_both(workdir, config):
+    path = config('v2_kubeadm.toml')
+    before = read(path)
+    _changed, res, _out, restarted = run_role(workdir, path, dict(
+        gpu_toolkit_runtimes=['nvidia'], gpu_toolkit_set_default=True, gpu_toolkit_default_runtime='nvidia-cdi'))
+    assert "Got: gpu_toolkit_runtimes=['nvidia'], gpu_toolkit_default_runtime='nvidia-cdi'." in res['failure'], res
+    assert read(path) == before and restarted is False
