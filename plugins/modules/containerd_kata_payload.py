@@ -79,6 +79,14 @@ options:
       - O(archive) is a copy made for this install (the C(coco) role's cache); O(state=absent) deletes it too.
     type: bool
     default: false
+  archive_pending:
+    description:
+      - Check mode only - an earlier task of the run would replace O(archive) (the C(coco) role's copy or download of
+        a new archive, which check mode does not make). The file at O(archive) now is not the one the real run
+        installs, so it is not read; the result says the whole payload would be installed, as for an O(archive)
+        that is not on the node yet. Ignored outside check mode.
+    type: bool
+    default: false
   manifest:
     description:
       - The manifest file. Default C(<state_dir>/kata-payload/manifest.json).
@@ -229,6 +237,7 @@ def main():
             root=dict(type='str', default='opt/kata'),
             require=dict(type='list', elements='path', default=[]),
             archive_is_cache=dict(type='bool', default=False),
+            archive_pending=dict(type='bool', default=False),
             manifest=dict(type='path'),
             state_dir=dict(type='path', default='/var/lib/nodeguard'),
             lock_timeout=dict(type='float', default=30.0),

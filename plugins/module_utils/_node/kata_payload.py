@@ -521,11 +521,13 @@ def install(params, check_mode):
     dest = os.path.abspath(params['dest'])
     archive = params['archive']
     manifest_path = params['manifest']
-    if check_mode and not os.path.exists(archive):
-        # copied or downloaded by an earlier task that check mode did not run
+    if check_mode and (params.get('archive_pending') or not os.path.exists(archive)):
+        # copied or downloaded by an earlier task that check mode did not run: the file there now (if any) is an
+        # older archive, and reading it would judge the wrong payload
+        state = 'would be replaced' if os.path.exists(archive) else 'is not on the node yet'
         return dict(changed=True, dest=dest, entries=0, installed=[], installed_count=0, updated=[], updated_count=0,
                     removed=[], removed_count=0, archive_sha256=None, manifest=manifest_path, preexisting_kept=0,
-                    msg='%s is not on the node yet (check mode): the whole payload would be installed' % archive)
+                    msg='%s %s (check mode): the whole payload would be installed' % (archive, state))
     tar, entries = read_members(archive, params['root'])
     try:
         manifest = load_manifest(manifest_path)

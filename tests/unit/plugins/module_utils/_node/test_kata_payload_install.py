@@ -301,6 +301,19 @@ def test_missing_archive_is_an_error_except_in_check_mode(p, tmp_path):
                                                'installed' % missing)
 
 
+def test_in_check_mode_an_archive_about_to_be_replaced_is_not_read(p):
+    """The file at archive is the older payload that an earlier task (check mode did not run it) would replace:
+    it lacks what is required, yet check mode says the new payload would be installed instead of failing on it;
+    the real run (archive_pending is ignored there) reads the file and refuses it."""
+    archive = p.archive(BASIC)
+    res = p.install(archive, check=True, require=['bin/qemu'], archive_pending=True)
+    assert (res['changed'], res['installed'], res['archive_sha256']) == (True, [], None)
+    assert res['msg'] == '%s would be replaced (check mode): the whole payload would be installed' % archive
+    assert not os.path.exists(p.dest) and not os.path.exists(p.manifest)
+    with pytest.raises(PayloadError, match='does not provide'):
+        p.install(archive, require=['bin/qemu'], archive_pending=True)
+
+
 def test_check_mode_reports_the_same_and_writes_nothing(p, tmp_path):
     archive = p.archive(BASIC)
     res = p.install(archive, check=True, require=['bin/shim', 'share/conf.toml'])
