@@ -41,6 +41,21 @@ def run_coco(workdir, path, role_vars, containerd_dir=None):
     return json.loads(read(out))
 
 
+def run_present(workdir, path, containerd_dir=None, extra_args=(), reads="'none': none", **role):
+    """coco_state present on a node under workdir (its own folders; no flush, no Kubernetes, no node check; the
+    class kata-qemu unless role says otherwise): (what the test reads, with 'failure'; the play's output)."""
+    role_vars = dict(coco_state='present', coco_config_path=path, coco_state_dir=os.path.join(workdir, 'state'),
+                     coco_dropin_dir=os.path.join(workdir, 'etc', 'config.toml.d'),
+                     coco_install_dir=os.path.join(workdir, 'opt', 'kata'),
+                     coco_baseline_store=os.path.join(workdir, 'baselines'), coco_flush=False,
+                     coco_kubernetes='false', coco_check_node=False, coco_runtime_classes=['kata-qemu'])
+    role_vars.update(role)
+    out = os.path.join(workdir, 'out.json')
+    proc = run_playbook(workdir, PLAY + role_tasks('coco', role_vars, out, reads), containerd_dir, extra_args)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    return json.loads(read(out)), proc.stdout
+
+
 def tree(workdir):
     """Every file under workdir but the play and its output, with its hash: what a run wrote."""
     out = {}

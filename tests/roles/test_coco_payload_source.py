@@ -11,16 +11,14 @@ config); coco_flush is off (no systemd here), so nothing restarts. The URLs are 
 import functools
 import hashlib
 import http.server
-import json
 import os
 import threading
 
 import pytest
 
-from coco_play import PLAY, tree
+from coco_play import run_present, tree
 from conftest import read
 from helpers.common import make_tar
-from role_play import role_tasks, run_playbook
 
 SHIM = 'opt/kata/bin/containerd-shim-kata-v2'
 CONF = 'opt/kata/share/defaults/kata-containers/configuration-%s.toml'
@@ -37,17 +35,8 @@ def payload(path, shim_text, shims=('qemu',)):
 
 def run(workdir, path, extra_args=(), **role):
     """The coco role once (present); its failure message ('' when it passed) and the play's output."""
-    role_vars = dict(coco_state='present', coco_config_path=path, coco_state_dir=os.path.join(workdir, 'state'),
-                     coco_dropin_dir=os.path.join(workdir, 'etc', 'config.toml.d'),
-                     coco_install_dir=os.path.join(workdir, 'opt', 'kata'),
-                     coco_baseline_store=os.path.join(workdir, 'baselines'), coco_flush=False,
-                     coco_kubernetes='false', coco_check_node=False, coco_runtime_classes=['kata-qemu'])
-    role_vars.update(role)
-    out = os.path.join(workdir, 'out.json')
-    proc = run_playbook(workdir, PLAY + role_tasks('coco', role_vars, out, "'none': none"), extra_args=extra_args)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    with open(out) as f:
-        return json.load(f)['failure'], proc.stdout
+    res, out = run_present(workdir, path, extra_args=extra_args, **role)
+    return res['failure'], out
 
 
 @pytest.fixture

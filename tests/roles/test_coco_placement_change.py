@@ -9,15 +9,13 @@ The role runs through ansible-playbook (local connection) with the real containe
 coco_flush is off (no systemd here), so nothing restarts.
 """
 
-import json
 import os
 import subprocess
 import tomllib
 
 from conftest import CONTAINERD_2, read
-from coco_play import PLAY
+from coco_play import run_present
 from helpers.common import make_tar
-from role_play import role_tasks, run_playbook
 
 CRI_V2 = 'io.containerd.grpc.v1.cri'
 SHIM = 'opt/kata/bin/containerd-shim-kata-v2'
@@ -29,19 +27,8 @@ def run(workdir, path, containerd_dir, **role):
     archive = os.path.join(workdir, 'kata.tar.gz')
     if not os.path.exists(archive):
         make_tar(archive, [(SHIM, 'file', b'#!/bin/sh\nexit 0\n', 0o755), (CONF, 'file', b'[hypervisor.qemu]\n', 0o644)])
-    role_vars = dict(coco_state='present', coco_config_path=path, coco_state_dir=os.path.join(workdir, 'state'),
-                     coco_dropin_dir=os.path.join(workdir, 'etc', 'config.toml.d'),
-                     coco_install_dir=os.path.join(workdir, 'opt', 'kata'),
-                     coco_baseline_store=os.path.join(workdir, 'baselines'), coco_flush=False,
-                     coco_kubernetes='false', coco_check_node=False, coco_payload_archive=archive,
-                     coco_runtime_classes=['kata-qemu'])
-    role_vars.update(role)
-    out = os.path.join(workdir, 'out.json')
-    proc = run_playbook(workdir, PLAY + role_tasks('coco', role_vars, out, "'placement': __coco_placement | default(none)"),
-                        containerd_dir)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    with open(out) as f:
-        return json.load(f)
+    return run_present(workdir, path, containerd_dir, reads="'placement': __coco_placement | default(none)",
+                       coco_payload_archive=archive, **role)[0]
 
 
 def dump(binary, path):
