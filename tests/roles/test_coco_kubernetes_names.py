@@ -7,8 +7,6 @@ recorded under another name or owner.
 The role runs through ansible-playbook (local connection) on a real config with containerd 1.6 in PATH.
 """
 
-import os
-
 import pytest
 
 from coco_play import run_coco, tree

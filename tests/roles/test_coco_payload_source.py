@@ -27,8 +27,8 @@ CONF = 'opt/kata/share/defaults/kata-containers/configuration-%s.toml'
 def payload(path, shim_text, shims=('qemu',)):
     """A small kata payload archive at path: the shim (its text tells payloads apart) and a configuration per shim."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    make_tar(path, [(SHIM, 'file', shim_text, 0o755)] + [(CONF % s, 'file', b'[hypervisor.%s]\n' % s.encode(), 0o644)
-                                                          for s in shims])
+    confs = [(CONF % s, 'file', b'[hypervisor.%s]\n' % s.encode(), 0o644) for s in shims]
+    make_tar(path, [(SHIM, 'file', shim_text, 0o755)] + confs)
     with open(path, 'rb') as f:
         return hashlib.sha256(f.read()).hexdigest()
 

@@ -422,8 +422,8 @@ def test_a_real_rollout_stopped_by_its_first_node_still_writes_the_report(tmp_pa
     assert out.index('Render the fleet report') < out.rindex('gpu_toolkit_runtimes must list')
 
 
-@pytest.mark.parametrize('serial, max_fail, stopped', [(1, 0, True), (2, 0, True), (2, 50, False), (2, '50%', False),
-                                                     (2, '49.5', True)])
+@pytest.mark.parametrize('serial, max_fail, stopped', [
+    (1, 0, True), (2, 0, True), (2, 50, False), (2, '50%', False), (2, '49.5', True)])
 def test_the_report_shows_rolled_out_rolled_back_and_not_reached(tmp_path, serial, max_fail, stopped):
     """The gate stops the rollout when MORE than max_fail_percentage of a batch failed, as ansible-core would
     (1 of 2 at 50 % goes on, given as a number or as "50%" as ansible-core takes it); the report runs either way

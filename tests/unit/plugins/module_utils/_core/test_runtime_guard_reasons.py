@@ -197,7 +197,7 @@ def test_removing_the_default_runtime_itself_is_refused_saying_the_edit_removes_
         nvidia = nvidia.replace('[plugins', '[plugins."%s".containerd]\ndefault_runtime_name = "nvidia"\n[plugins'
                                 % CRI_V2, 1)
     edit.state(main, nvidia=nvidia)
-    emptied = nvidia.split('[plugins."%s".containerd.runtimes.nvidia]' % table)[0]
+    emptied = nvidia.split('[plugins."%s".containerd.runtimes.nvidia]' % table, maxsplit=1)[0]
     edit.state(main, nvidia=emptied)
     assert edit.runtimes_in_effect() == [['nvidia'], []]
     nvidia_path = edit.path('nvidia')
