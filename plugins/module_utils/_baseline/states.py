@@ -10,7 +10,6 @@ __metaclass__ = type
 import copy
 import json
 import os
-import re
 import traceback
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import (
@@ -81,9 +80,8 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validat
     self_import_warning,
     self_imports,
     version_answer,
+    version_word,
 )
-
-_VERSION_WORD = re.compile(r'^v?\d+\.\d+')
 
 
 class Done(Exception):
@@ -112,12 +110,7 @@ def _containerd_info(ctx):
     rc, out, _err = version_answer(ctx.run_command, binary)
     if rc != 0:
         return dict(binary=binary, version=None, output=None)
-    version = None
-    for word in out.split()[1:]:
-        if _VERSION_WORD.match(word):
-            version = word.lstrip('v')
-            break
-    return dict(binary=binary, version=version, output=out.strip())
+    return dict(binary=binary, version=version_word(out), output=out.strip())
 
 
 def _config_lock(module, path):
