@@ -472,6 +472,23 @@ def test_every_playbook_keeps_its_failures_and_gates_its_batches():
             assert play['tasks'][-1].get('ansible.builtin.import_tasks') == 'tasks/batch_gate.yml', name
 
 
+def test_every_playbook_that_restarts_containerd_rolls_out_in_batches():
+    """Only the read-only playbooks (readiness report, baseline, fleet report) reach every targeted node at once;
+    every other one restarts containerd and so works one batch at a time (serial, default 1), its batch gate
+    stopping the rollout, and names its own knobs for both."""
+    import yaml
+    read_only = {'report.yml', 'snapshot.yml', 'verify.yml'}
+    batched = {}
+    for path in sorted(glob.glob(os.path.join(REPO, 'playbooks', '*.yml'))):
+        with open(path) as f:
+            play = [p for p in yaml.safe_load(f) if 'hosts' in p][0]
+        batched[os.path.basename(path)] = play.get('serial'), play.get('max_fail_percentage')
+    assert sorted(n for n, (serial, _) in batched.items() if serial is None) == sorted(read_only), batched
+    for name, (serial, max_fail) in batched.items():
+        if name not in read_only:
+            assert serial.endswith('| default(1) }}') and max_fail.endswith('| default(0) }}'), (name, serial, max_fail)
+
+
 def test_the_files_land_in_fleet_report_dir_a_folder_that_lasts(tmp_path):
     """AWX deletes the job's artifacts folder with the job: fleet_report_dir (a mounted volume) keeps the files."""
     keep = tmp_path / 'volume' / 'nodeguard'

@@ -170,7 +170,7 @@ def drift_round():
         box.check_output("printf '%%s' %s > %s" % (shlex.quote(broken), path))
     target = ",".join(EXPECTED)
     verify = run_playbook("verify.yml", target, "node_readiness_probe=false")
-    restore = run_playbook("restore.yml", target)
+    restore = run_playbook("restore.yml", target, "restore_serial=%d" % len(EXPECTED))
     return {"path": path, "sha": sha, "verify": verify, "restore": restore}
 
 
