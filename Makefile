@@ -64,8 +64,8 @@ MOLECULE_BASE := $(CURDIR)/.config/molecule/config.yml
 # TEST_PARALLEL=0 runs the lanes' stages one after the other instead, with
 # their output on the terminal.
 TEST_STAGES ?= deps collection lint-pipelines test-tooling test-unit test-module test-standins images
-TEST_LANE_1 ?= $(addprefix molecule-,$(filter coco,$(MOLECULE_SCENARIOS))) sanity lint test-docs test-release
-TEST_LANE_2 ?= test-roles $(addprefix molecule-,$(filter-out coco,$(MOLECULE_SCENARIOS))) test-reliability test-compat
+TEST_LANE_1 ?= $(addprefix molecule-,$(filter coco,$(MOLECULE_SCENARIOS))) sanity lint test-docs test-release test-compat
+TEST_LANE_2 ?= test-roles $(addprefix molecule-,$(filter-out coco,$(MOLECULE_SCENARIOS))) test-reliability
 TEST_PARALLEL ?= 1
 
 # Node Pythons 3.9-3.13 x distribution tomlkit, ansible-core 2.16-2.21 controllers,

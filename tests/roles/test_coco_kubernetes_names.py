@@ -41,7 +41,8 @@ def test_names_at_kubernetes_limits_pass_the_check(workdir, config):
     """Past the names: the next check (the payload coco does not manage is missing) is what stops the run."""
     path = config('v2_debian_stock.toml')
     res = run_coco(workdir, path, dict(coco_state='present', coco_check_node=False, coco_payload_manage=False,
-                                       coco_snapshot=False, coco_runtime_classes=[LONGEST, 'kata-qemu-0'],
+                                       coco_snapshot=False, coco_readiness=False,
+                                       coco_runtime_classes=[LONGEST, 'kata-qemu-0'],
                                        coco_owner='Team.ops_1' + 'x' * 53))
     assert 'the kata payload is incomplete on localhost' in res['failure'], res['failure']
 

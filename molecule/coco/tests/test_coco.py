@@ -81,7 +81,7 @@ def test_no_leftover_temp_or_backup_files(box):
 
 def test_kata_handler_really_ran_containers(box):
     # two shim calls (start, delete) per probe container; one probe per install
-    iterations = int(os.environ.get("COCO_ITERATIONS", "20") or 20)
+    iterations = int(os.environ.get("COCO_ITERATIONS", "8") or 8)
     log = box.file("/var/log/nodeguard-standin/kata.log")
     assert log.exists
     calls = log.content_string.splitlines()
@@ -103,7 +103,7 @@ def test_loop_report(name):
         pytest.skip("no loop report at %s (run the whole sequence)" % path)
     with open(path) as f:
         report = json.load(f)
-    iterations = int(os.environ.get("COCO_ITERATIONS", "20") or 20)
+    iterations = int(os.environ.get("COCO_ITERATIONS", "8") or 8)
     assert int(report["iterations"]) == iterations
 
 
