@@ -63,7 +63,11 @@ MOLECULE_BASE := $(CURDIR)/.config/molecule/config.yml
 # round trips), so a second lane keeps both cores of a 2-core machine busy.
 # TEST_PARALLEL=0 runs the lanes' stages one after the other instead, with
 # their output on the terminal.
-TEST_STAGES ?= deps collection lint-pipelines test-tooling test-unit test-module test-standins images
+TEST_STAGES ?= deps collection lint-pipelines test-tooling test-unit test-module test-standins
+# Stages that run beside TEST_STAGES, from the end of the first one (deps) on,
+# and that the lanes wait for: the node images, mostly downloads and unpacking
+# on a fresh machine, while the quick stages keep the CPU busy.
+TEST_BESIDE ?= images
 TEST_LANE_1 ?= $(addprefix molecule-,$(filter coco,$(MOLECULE_SCENARIOS))) sanity lint test-docs test-release test-compat
 TEST_LANE_2 ?= test-roles $(addprefix molecule-,$(filter-out coco,$(MOLECULE_SCENARIOS))) test-reliability
 TEST_PARALLEL ?= 1
@@ -81,7 +85,7 @@ test-compat: collection
 help:
 	@echo "make demo              snapshot, readiness, install/re-run/uninstall gpu_toolkit + coco on a podman node"
 	@echo "make demo-clean        remove the demo node"
-	@echo "make test              deps, pipelines, unit, module, standins, images; then two lanes side by side:"
+	@echo "make test              deps, pipelines, unit, module, standins (images beside them); then two lanes side by side:"
 	@echo "                       [$(strip $(TEST_LANE_1))] [$(strip $(TEST_LANE_2))] (TEST_PARALLEL=0: one after the other)"
 	@echo "make deps              Debian packages, the .venv, containerd 2.x and 1.7 under build/ (idempotent, stamped)"
 	@echo "make collection        link tree build/collections/ansible_collections/nodeguard/containerd"
@@ -173,9 +177,18 @@ collection:
 # ---------------------------------------------------------------- tests
 test:
 	@rm -f $(NG_STAGE_TIMES)
-	@rc=0; for t in $(TEST_STAGES); do \
+	@rc=0; beside=; \
+	start_beside() { [ -n "$(strip $(TEST_BESIDE))" ] || return 0; \
+		( for b in $(TEST_BESIDE); do NG_STAGE_QUIET=1 $(MAKE) --no-print-directory $$b </dev/null || exit $$?; done ) & \
+		beside=$$!; echo "make test: $(strip $(TEST_BESIDE)) beside the quick stages (pid $$beside)"; }; \
+	[ -n "$(strip $(TEST_STAGES))" ] || start_beside; \
+	for t in $(TEST_STAGES); do \
 		$(MAKE) --no-print-directory $$t || { rc=$$?; echo "make test: stage $$t failed"; break; }; \
+		[ -n "$$beside" ] || start_beside; \
 	done; \
+	if [ -n "$$beside" ]; then \
+		wait $$beside || { b=$$?; echo "make test: stage(s) $(strip $(TEST_BESIDE)) failed"; [ $$rc -ne 0 ] || rc=$$b; }; \
+	fi; \
 	if [ $$rc -eq 0 ] && [ "$(TEST_PARALLEL)" = 1 ]; then \
 		MAKE="$(MAKE)" NG_STAGE_RERUN='make test TEST_STAGES=collection' \
 			$(STAGE) lanes .ci/lanes "$(strip $(TEST_LANE_1))" "$(strip $(TEST_LANE_2))" || rc=$$?; \

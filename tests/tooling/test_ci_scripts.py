@@ -201,3 +201,42 @@ def test_flake_hunt_names_the_failed_test_and_fails(tmp_path):
 def test_flake_hunt_refuses_an_unknown_load(tmp_path):
     run = _run([FLAKE_HUNT, '1'], PYTEST=_fake_pytest(tmp_path), FLAKE_DIR=str(tmp_path / 'out'), FLAKE_LOAD='heavy')
     assert run.returncode == 2 and "FLAKE_LOAD must be busy, quiet or mixed, not 'heavy'" in run.stderr
+
+
+def _make_test(tmp_path, beside_cmd):
+    """The project's `make test` on stand-in stages (an extra makefile): first, second (quick stages), beside
+    (TEST_BESIDE), lane (one lane stage); each writes when it started and ended."""
+    def stage(name, cmd):
+        return '%s:\n\t@$(STAGE) %s sh -c "date +%%s.%%N > %s/%s.start; %s; date +%%s.%%N > %s/%s.end"\n' % (
+            name, name, tmp_path, name, cmd, tmp_path, name)
+    extra = tmp_path / 'stages.mk'
+    extra.write_text(stage('s-first', 'true') + stage('s-second', 'sleep 2') + stage('s-beside', beside_cmd)
+                     + stage('s-lane', 'true'))
+    # MAKEFILES: read by make test's own sub-makes too
+    env = dict({k: v for k, v in os.environ.items() if not k.startswith(('NG_STAGE_', 'MAKE'))}, MAKEFILES=str(extra))
+    return subprocess.run(['make', '--no-print-directory', 'test',
+                           'TEST_STAGES=s-first s-second', 'TEST_BESIDE=s-beside', 'TEST_PARALLEL=0',
+                           'TEST_LANE_1=s-lane', 'TEST_LANE_2=', 'NG_STAGE_TIMES=%s' % (tmp_path / 'times.tsv')],
+                          cwd=REPO, capture_output=True, text=True, timeout=120, check=False, env=env)
+
+
+def _at(tmp_path, name, edge):
+    return float((tmp_path / ('%s.%s' % (name, edge))).read_text())
+
+
+def test_make_test_builds_beside_the_quick_stages_and_waits_for_it(tmp_path):
+    run = _make_test(tmp_path, 'sleep 3')
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    # from the end of the first quick stage, beside the second; the lanes after both
+    assert _at(tmp_path, 's-first', 'end') <= _at(tmp_path, 's-beside', 'start') < _at(tmp_path, 's-second', 'end')
+    assert _at(tmp_path, 's-lane', 'start') >= _at(tmp_path, 's-beside', 'end')
+    rows = [line.split('\t')[:2] for line in (tmp_path / 'times.tsv').read_text().splitlines()]
+    assert sorted(rows) == [['s-beside', 'ok'], ['s-first', 'ok'], ['s-lane', 'ok'], ['s-second', 'ok']]
+
+
+def test_make_test_fails_when_a_stage_beside_fails_and_runs_no_lane(tmp_path):
+    run = _make_test(tmp_path, 'echo no-mirror >&2; exit 3')
+    assert run.returncode != 0, run.stdout[-3000:]
+    assert 'make test: stage(s) s-beside failed' in run.stdout
+    assert (tmp_path / 's-second.end').exists() and not (tmp_path / 's-lane.start').exists()
+    assert '  | no-mirror' in run.stdout  # its log's tail
