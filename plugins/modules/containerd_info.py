@@ -106,6 +106,16 @@ options:
     type: list
     elements: path
     default: []
+  settings:
+    description:
+      - Keys whose values containerd runs, to report in RV(settings) - logical names as in O(protect) (for example
+        V(images.disable_snapshot_annotations), which is where the config's version keeps it, or
+        V(cri.enable_cdi)) or dotted TOML paths. A role can so tell whether a value it wants is there already,
+        also when another tool wrote it (the ledger records only nodeguard's own changes).
+    type: list
+    elements: str
+    default: []
+    version_added: 1.0.0
   commands:
     description:
       - Commands to look up as bash's C(command -v) does (the first executable file of that name in the module's
@@ -412,6 +422,12 @@ owned:
            settings: ['plugins."io.containerd.grpc.v1.cri".containerd.disable_snapshot_annotations'],
            imports: [/etc/containerd/config.toml.d/nydus-snapshotter.toml],
            files: [/etc/containerd/config.toml.d/nydus-snapshotter.toml], error: null}
+settings:
+  description: For each key of O(settings), its value in the merged view of the tree (what containerd runs), or
+    null when no file sets it (containerd's built-in default applies).
+  returned: when O(settings) is given
+  type: dict
+  sample: {images.disable_snapshot_annotations: false}
 node_name:
   description: The node's host name (C(uname -n)), for example the Kubernetes node name of a kubeadm node.
   returned: success
@@ -522,6 +538,7 @@ def main():
         protect=dict(type='list', elements='str'),
         owner=dict(type='str'),
         files=dict(type='list', elements='path', default=[]),
+        settings=dict(type='list', elements='str', default=[]),
         commands=dict(type='list', elements='str', default=[]),
         starts_since=dict(type='float'),
         service=dict(type='str', default='containerd'),

@@ -416,6 +416,13 @@ def file_facts(state_dir, paths, view, ver):
     return out, problems
 
 
+# ------------------------------------------------------------------ settings
+def setting_facts(view, keys):
+    """Each key (logical, as images.disable_snapshot_annotations, or a dotted TOML path) with its value as
+    containerd runs the tree: the merged view, null when no file sets it."""
+    return dict((rec['key'], rec['value']) for rec in effective_records(view, keys))
+
+
 # ------------------------------------------------------------------ drift
 def drift_facts(module, ctx, path, data, dump):
     """Drift of the node from a baseline, by containerd_baseline state=check's own code (read-only, no lock)."""
@@ -546,6 +553,8 @@ def gather(module):
     files, file_problems = file_facts(params['state_dir'], params.get('files') or [], view, ver)
     problems.extend(file_problems)
     facts['files'] = files
+    if params.get('settings'):
+        facts['settings'] = setting_facts(view, params['settings'])
     if params.get('owner'):
         facts['owned'] = owned_facts(params['state_dir'], path, params['owner'], files, ver)
         if facts['owned']['error'] and facts['owned']['error'] not in problems:

@@ -161,3 +161,23 @@ def test_starts_are_asked_of_the_journal_only_when_a_time_is_given(tree):
     module.get_bin_path = lambda name: None
     facts = gather(module)
     assert facts['service_starts']['unit'] == 'containerd' and facts['service_starts']['count'] is None
+
+
+def test_settings_are_reported_as_containerd_runs_them(tree, tmp_path):
+    """A value another tool wrote (here a drop-in's, which on containerd 1.x replaces config.toml's CRI table) is
+    reported as containerd runs it, as its config dump shows it; a key no file sets is null (the built-in default)."""
+    make, path = tree
+    dropin = str(tmp_path / 'etc' / 'snapshots.toml')
+    with open(dropin, 'w') as f:
+        f.write('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\ndisable_snapshot_annotations = false\n'
+                '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\nruntime_type = "io.containerd.runc.v2"\n')
+    main = KATA.replace('default_runtime_name = "kata"\n', 'disable_snapshot_annotations = true\n')
+    text = 'imports = ["%s"]\n%s' % (dropin, main)
+    keys = ['images.disable_snapshot_annotations', 'cri.enable_cdi',
+            'plugins."io.containerd.grpc.v1.cri".containerd.disable_snapshot_annotations']
+    facts = gather(make(text=text, settings=keys))
+    assert facts['settings'] == {keys[0]: False, keys[1]: None, keys[2]: False}
+    dumped = subprocess.run([CONTAINERD_1, '--config', path, 'config', 'dump'], capture_output=True, text=True,
+                            timeout=60, check=True).stdout
+    assert '\n      disable_snapshot_annotations = false\n' in dumped
+    assert 'settings' not in gather(make(text=text))
