@@ -1,0 +1,188 @@
+# -*- coding: utf-8 -*-
+"""gpu_toolkit's packages and repository files: the install records, per owner, only what was not there
+before it (a package or file found there is not recorded); the uninstall removes only what that record names,
+says which listed packages it keeps, deletes the record after, and removes nothing where no record exists.
+With gpu_toolkit_flush off the role leaves the removal to the playbook, which runs it after its restart and
+checks (playbooks/site.yml).
+
+The host's package manager is only asked read-only questions or run in check mode: a real removal here is
+given only packages that are not installed (molecule/gpu_toolkit installs and removes stand-in packages on its
+nodes). dpkg stands for a package that was on the node before nodeguard.
+"""
+
+import json
+import os
+import re
+
+import yaml
+
+from conftest import REPO, read
+from role_play import run_playbook
+
+NOT_INSTALLED = 'nodeguard-test-no-such-package'
+APT_SOURCE = '/etc/apt/sources.list.d/nvidia-container-toolkit.list'
+
+PLAY = '''
+- name: gpu_toolkit packages, local
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    gpu_toolkit_config_path: {path}
+    gpu_toolkit_state_dir: {state}
+    gpu_toolkit_baseline_store: {store}
+    gpu_toolkit_runtime_binary: {binary}
+    gpu_toolkit_manage_packages: true
+    gpu_toolkit_remove_packages: true
+    gpu_toolkit_flush: false
+    node_readiness_service: nodeguard-test-no-such-unit
+  tasks:
+    - name: Run gpu_toolkit
+      ansible.builtin.include_role:
+        name: nodeguard.containerd.gpu_toolkit
+        tasks_from: {entry}
+      vars: {role_vars}
+'''
+
+
+def record_path(workdir, owner='gpu_toolkit'):
+    return os.path.join(workdir, 'state', 'gpu_toolkit-%s.json' % owner)
+
+
+def write_record(workdir, packages=(), files=()):
+    os.makedirs(os.path.join(workdir, 'state'), exist_ok=True)
+    with open(record_path(workdir), 'w') as f:
+        json.dump({'packages': list(packages), 'files': list(files)}, f)
+
+
+def touch(workdir, name):
+    path = os.path.join(workdir, name)
+    with open(path, 'w') as f:
+        f.write('kept\n')
+    return path
+
+
+def run(workdir, path, role_vars, entry='main', check=False):
+    """ansible-playbook with the role (entry: its tasks_from); (stdout, number of changed tasks)."""
+    binary = os.path.join(workdir, 'bin', 'nvidia-container-runtime')
+    os.makedirs(os.path.dirname(binary), exist_ok=True)
+    with open(binary, 'w') as f:
+        f.write('#!/bin/sh\nexit 0\n')
+    os.chmod(binary, 0o755)
+    text = PLAY.format(path=path, state=os.path.join(workdir, 'state'), store=os.path.join(workdir, 'baselines'),
+                       binary=binary, entry=entry, role_vars=json.dumps(role_vars))
+    proc = run_playbook(workdir, text, extra_args=['--check', '--diff'] if check else [])
+    out = proc.stdout
+    assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
+    return out, int(re.search(r'localhost\s+: ok=\d+\s+changed=(\d+)', out).group(1))
+
+
+def task_result(out, name):
+    """What the role's task named name (its beginning) reported: 'ok', 'changed', 'skipping', or None."""
+    m = re.search(r'TASK \[nodeguard\.containerd\.gpu_toolkit : %s[^\n]*\][^\n]*\n(?:.*\n)*?(ok|changed|skipping|fatal):'
+                  % re.escape(name), out)
+    return m.group(1) if m else None
+
+
+def test_the_install_records_only_the_packages_and_repository_files_not_there_before(workdir, config):
+    """Check mode with --diff: the record it would write names the package (by name, its version pin dropped)
+    and the apt source that are not on the node, not dpkg (installed); nothing is written."""
+    path = config('v2_kubeadm.toml')
+    assert not os.path.exists(APT_SOURCE)
+    out, _changed = run(workdir, path, dict(gpu_toolkit_packages=['dpkg', NOT_INSTALLED + '=1.0-1'],
+                                            gpu_toolkit_apt_key_url=''), check=True)
+    assert task_result(out, 'Write the record') == 'changed', out[-4000:]
+    diff = out.split('+++ after: %s' % record_path(workdir), 1)[1].split('\n\n', 1)[0]
+    after = json.loads(''.join(line[1:] for line in diff.splitlines() if line.startswith('+')))
+    assert after == {'packages': [NOT_INSTALLED], 'files': [APT_SOURCE]}, diff
+    assert not os.path.exists(record_path(workdir)) and not os.path.exists(APT_SOURCE)
+
+
+def test_a_second_install_keeps_the_record_of_the_first(workdir, config):
+    """The record is a union: what an earlier run added stays recorded although it is installed now, and a
+    run that adds nothing new does not write it."""
+    path = config('v2_kubeadm.toml')
+    write_record(workdir, ['nodeguard-test-added-earlier', NOT_INSTALLED], [APT_SOURCE])
+    before = read(record_path(workdir))
+    out, _changed = run(workdir, path, dict(gpu_toolkit_packages=['dpkg', NOT_INSTALLED], gpu_toolkit_apt_key_url=''),
+                        check=True)
+    assert task_result(out, 'Write the record') == 'skipping', out[-4000:]
+    assert read(record_path(workdir)) == before
+
+
+def test_the_uninstall_removes_only_what_the_record_names_then_the_record(workdir, config):
+    """A real removal: the recorded repository files go, the signing key that was there before stays, the
+    recorded package (not installed here) is asked to go, the record is deleted; a second run changes nothing
+    and says there is no record."""
+    path = config('v2_kubeadm.toml')
+    created = [touch(workdir, 'nvidia.list'), touch(workdir, 'nvidia.asc')]
+    key = touch(workdir, 'key-there-before.asc')
+    write_record(workdir, [NOT_INSTALLED], created)
+    role = dict(gpu_toolkit_packages=[NOT_INSTALLED], gpu_toolkit_apt_key_path=key)
+    out, changed = run(workdir, path, role, entry='packages_absent')
+    assert task_result(out, 'Remove the packages this owner installed') == 'ok', out[-4000:]
+    assert [os.path.exists(p) for p in created] == [False, False] and os.path.exists(key)
+    assert not os.path.exists(record_path(workdir))
+    assert changed == 2, out[-4000:]  # the files, the record
+
+    out, changed = run(workdir, path, role, entry='packages_absent')
+    assert changed == 0, out[-4000:]
+    assert task_result(out, 'Remove the packages this owner installed') == 'skipping', out[-4000:]
+    assert 'No record of what owner gpu_toolkit installed (%s): nothing removed.' % record_path(workdir) in out
+    assert os.path.exists(key)
+
+
+def test_the_uninstall_keeps_a_listed_package_that_was_there_before(workdir, config):
+    """Check mode: dpkg is listed but not recorded - kept, and said so; only the recorded package is given to
+    the package manager (dpkg given would be a reported removal)."""
+    path = config('v2_kubeadm.toml')
+    write_record(workdir, [NOT_INSTALLED])
+    out, _changed = run(workdir, path, dict(gpu_toolkit_packages=['dpkg', NOT_INSTALLED]), entry='packages_absent',
+                        check=True)
+    assert 'Kept dpkg: installed before owner gpu_toolkit installed the toolkit' in out, out[-4000:]
+    assert task_result(out, 'Remove the packages this owner installed') == 'ok', out[-4000:]
+    assert task_result(out, 'Delete the record') == 'changed', out[-4000:]
+    assert os.path.exists(record_path(workdir))
+
+
+def test_the_uninstall_without_a_record_removes_nothing_and_says_why(workdir, config):
+    """A node set up before the role kept records: the listed packages may be the operator's, so none is
+    removed (check mode, dpkg listed)."""
+    path = config('v2_kubeadm.toml')
+    out, changed = run(workdir, path, dict(gpu_toolkit_packages=['dpkg', NOT_INSTALLED]), entry='packages_absent',
+                       check=True)
+    assert changed == 0, out[-4000:]
+    assert task_result(out, 'Remove the packages this owner installed') == 'skipping', out[-4000:]
+    assert re.search(r'No record of what owner gpu_toolkit installed \([^)]*\): nothing\s+removed\. Kept: dpkg\.',
+                     out), out[-4000:]
+
+
+def test_with_the_flush_off_the_role_leaves_the_removal_to_the_playbook(workdir, config):
+    """gpu_toolkit_flush: false, absent: containerd is restarted later, by the playbook; the role removes no
+    package before that, keeps the record and says who removes them."""
+    path = config('v2_kubeadm.toml')
+    created = touch(workdir, 'nvidia.list')
+    write_record(workdir, [NOT_INSTALLED], [created])
+    out, _changed = run(workdir, path, dict(gpu_toolkit_state='absent', gpu_toolkit_packages=[NOT_INSTALLED]))
+    assert not re.search(r'TASK \[nodeguard\.containerd\.gpu_toolkit : Remove the (NVIDIA container toolkit|packages)'
+                         r'[^\n]*\n(ok|changed)', out), out[-4000:]
+    assert 'gpu_toolkit_flush is false: the NVIDIA container toolkit packages are not removed yet' in out, out[-4000:]
+    assert os.path.exists(record_path(workdir)) and os.path.exists(created)
+
+
+def test_site_removes_the_packages_after_its_restart_and_checks_only_when_absent():
+    """playbooks/site.yml runs the role with its flush off, then the restart and the checks; the packages go
+    after those (a refused restart or a failed check leaves them), and only for gpu_toolkit_state=absent."""
+    with open(os.path.join(REPO, 'playbooks', 'site.yml')) as f:
+        play = yaml.safe_load(f)[0]
+    block = next(t for t in play['tasks'] if 'rescue' in t)['block']
+    names = [t['name'] for t in block]
+    role = next(t for t in block if t.get('ansible.builtin.include_role', {}).get('name') == 'nodeguard.containerd.gpu_toolkit'
+                and 'tasks_from' not in t['ansible.builtin.include_role'])
+    assert role['vars']['gpu_toolkit_flush'] is False
+    removal = [i for i, t in enumerate(block) if t.get('ansible.builtin.include_role', {}).get('tasks_from') == 'packages_absent']
+    assert len(removal) == 1, names
+    restart = names.index('Restart containerd if it does not run the current config, then check it works with every handler')
+    gone = names.index('Check that the handlers of removed roles are gone')
+    assert removal[0] > max(restart, gone), names
+    assert block[removal[0]]['when'] == "site_gpu_state == 'absent'"
