@@ -107,8 +107,9 @@ def read_config(ctx, p):
     return info
 
 
-def read_live(ctx, p, info, check_mode):
-    """The daemon side: CRI plugin status, the expected handlers with their probe command lines, the probe image."""
+def read_live(ctx, p, info, check_mode, ready=True):
+    """The daemon side: CRI plugin status, the expected handlers with their probe command lines, the probe image
+    (only when containerd is ready: no probe runs otherwise, and each ctr call on a dead socket waits 10 s)."""
     rows, info['plugins_error'] = plugins_ls(p['ctr'], info['address'])
     ids = cri_plugin_ids(ctx.containerd_version, rows)
     info['cri_plugins'] = cri_status(rows, ids) if rows is not None else dict((pid, 'unknown') for pid in ids)
@@ -121,7 +122,7 @@ def read_live(ctx, p, info, check_mode):
     info['handlers'] = expected_handlers(p['handlers'], info['runtimes'], opts, p['probe'])
     info['images'] = {}
     wanted = sorted(set(h['probe_image'] for h in info['handlers'] if h['probe'] and h['present'] and h['probe_image']))
-    for image in wanted if p['ctr'] else []:
+    for image in wanted if p['ctr'] and ready else []:
         info['images'][image] = probe_image(dict(opts, probe_image=image), p['probe_archive'],
                                             may_import=not check_mode, pull=p['probe_pull'])
     return info
@@ -323,7 +324,7 @@ def readiness(ctx, p, version_text, check_mode):
     # on the socket the config names; reset-failed is a change, not made in check mode
     wait = wait_ready(p['service'], p['ctr'], info['address'], ctx.containerd_version, p['timeout'], p['interval'],
                       reset_failed=p['reset_failed'] and not check_mode)
-    read_live(ctx, p, info, check_mode)
+    read_live(ctx, p, info, check_mode, ready=wait['ok'])
     if wait['active_state'] == 'active':
         add('containerd_active', 'pass', '%s active (containerd %s)' % (p['service'], version_text))
     else:

@@ -31,14 +31,21 @@ def run(argv, timeout=30):
     return run_bounded(list(argv), timeout)
 
 
+# what systemctl says on a machine whose init is not systemd: no unit can start there, however long one waits
+NO_SYSTEMD = 'not been booted with systemd'
+
+
 def systemd_show(unit, props):
-    rc, out, _err = run(['systemctl', 'show', unit, '--property=' + ','.join(props)], timeout=15)
+    """The unit's properties; {} when systemctl fails, {'LoadState': 'no-systemd'} when systemd is not init."""
+    rc, out, err = run(['systemctl', 'show', unit, '--property=' + ','.join(props)], timeout=15)
     result = {}
     if rc == 0:
         for line in out.splitlines():
             if '=' in line:
                 key, value = line.split('=', 1)
                 result[key] = value
+    elif NO_SYSTEMD in (err or ''):
+        result['LoadState'] = 'no-systemd'
     return result
 
 
@@ -185,7 +192,8 @@ def wait_ready(unit, ctr, address, version, timeout, interval=0.1, reset_failed=
                 reset_done = True
                 continue
             break
-        if time.monotonic() >= deadline:
+        # no such unit, or no systemd: nothing the wait could see would change that
+        if state.get('LoadState') in ('not-found', 'no-systemd') or time.monotonic() >= deadline:
             break
         time.sleep(interval)
 
@@ -213,6 +221,9 @@ def wait_ready(unit, ctr, address, version, timeout, interval=0.1, reset_failed=
             msg = 'start-limit-hit; reset-failed and start were tried, containerd still not ready'
     elif state.get('LoadState') == 'not-found':
         msg = 'unit %s not found' % unit
+    elif state.get('LoadState') == 'no-systemd':
+        msg = 'systemd is not running on this node (systemctl: System has not been booted with systemd): %s ' \
+              'cannot be started or waited for' % unit
     elif state.get('ActiveState') != 'active':
         msg = 'containerd not active within %s s (ActiveState=%s SubState=%s Result=%s)' % (
             timeout, state.get('ActiveState'), state.get('SubState'), state.get('Result'))

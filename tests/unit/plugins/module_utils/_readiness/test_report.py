@@ -191,6 +191,8 @@ def test_containerd_down_fails_with_the_waits_words(node):
                                           reason='containerd.service: containerd not active within 5 s')
     assert c['probe:runc']['reason'] == 'containerd not ready: containerd not active within 5 s'
     assert node.calls['run_probes'][-1][0][0] == []     # nothing probed on a containerd that is down
+    # nor its image looked for: each ctr call on a socket nobody listens on waits 10 s
+    assert node.calls.get('probe_image', []) == [] and r['probe_image']['images'] == {}
 
 
 # ---------------------------------------------------------------- handlers and probes

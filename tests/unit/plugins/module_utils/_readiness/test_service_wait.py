@@ -25,6 +25,12 @@ CTR_V2 = ('TYPE ID PLATFORMS STATUS\n'
           'io.containerd.grpc.v1 cri - %s\n')
 
 
+# what systemctl answers on a machine whose init is not systemd (a container without it, a chroot)
+NOT_SYSTEMD = 'not-systemd'
+NOT_SYSTEMD_ERR = ("System has not been booted with systemd as init system (PID 1). Can't operate.\n"
+                   "Failed to connect to bus: Host is down\n")
+
+
 class Node(object):
     """systemctl show answers from a list of states (the last repeats); ctr from a list of outputs."""
 
@@ -40,6 +46,8 @@ class Node(object):
             state = self.states.pop(0) if len(self.states) > 1 else self.states[0]
             if state is None:
                 return 1, '', 'Failed to connect to bus'
+            if state == NOT_SYSTEMD:
+                return 1, '', NOT_SYSTEMD_ERR
             props = argv[3][len('--property='):].split(',')
             return 0, ''.join('%s=%s\n' % (k, state[k]) for k in props if k in state) + 'noise line\n', ''
         if argv[:2] in (['systemctl', 'reset-failed'], ['systemctl', 'start']):
@@ -81,6 +89,8 @@ def test_systemd_show_reads_each_property_once_and_keeps_equals_in_values(node):
     assert n.calls == [(['systemctl', 'show', 'containerd.service', '--property=ActiveState,Environment'], 15)]
     node([None])
     assert svc.systemd_show('containerd.service', ['ActiveState']) == {}
+    node([NOT_SYSTEMD])
+    assert svc.systemd_show('containerd.service', ['ActiveState']) == {'LoadState': 'no-systemd'}
 
 
 def test_unit_state_gives_the_start_in_epoch_seconds(node):
@@ -268,6 +278,29 @@ def test_an_unknown_unit_is_named(node):
     node([dict(ActiveState='inactive', LoadState='not-found')])
     w = svc.wait_ready('nope.service', '/usr/bin/ctr', '/s', (1, 7), 0.1, interval=0.05)
     assert w['msg'] == 'unit nope.service not found'
+
+
+def test_an_unknown_unit_ends_the_wait_at_once(node):
+    # a wrong unit name does not appear by waiting: said at once, not after the whole timeout
+    node([dict(ActiveState='inactive', LoadState='not-found')])
+    w = svc.wait_ready('nope.service', '/usr/bin/ctr', '/s', (1, 7), 30, interval=0.01)
+    assert (w['ok'], w['polls'], w['msg']) == (False, 1, 'unit nope.service not found')
+    assert w['waited_seconds'] < 5
+
+
+def test_a_machine_without_systemd_ends_the_wait_at_once_saying_so(node):
+    node([NOT_SYSTEMD])
+    w = svc.wait_ready('containerd.service', '/usr/bin/ctr', '/s', (1, 7), 30, interval=0.01)
+    assert (w['ok'], w['polls']) == (False, 1) and w['waited_seconds'] < 5
+    assert w['msg'] == ('systemd is not running on this node (systemctl: System has not been booted with systemd): '
+                        'containerd.service cannot be started or waited for')
+
+
+def test_a_systemctl_that_fails_otherwise_is_waited_out(node):
+    # a bus that does not answer for a moment (systemd re-executing) is not the end of the wait
+    node([None, None, ACTIVE])
+    w = svc.wait_ready('containerd.service', '/usr/bin/ctr', '/s', (1, 7), 30, interval=0.01)
+    assert w['ok'] and w['polls'] == 3
 
 
 def test_active_but_cri_not_ok_names_the_plugins(node):
