@@ -8,6 +8,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.nodeguard.containerd.plugins.filter.kata_runtime_entries import kata_runtime_entries
 from ansible_collections.nodeguard.containerd.plugins.filter.kata_runtimes import kata_runtimes
 from ansible_collections.nodeguard.containerd.plugins.filter.runtime_class_objects import runtime_class_objects
+from ansible_collections.nodeguard.containerd.plugins.filter.runtimes_to_change import runtimes_to_change
 
 KATA = '/opt/kata'
 PATHS = dict(shim_path=KATA + '/bin/shim', shim_rs_path=KATA + '/runtime-rs/bin/shim', config_dir=KATA + '/conf',
@@ -62,3 +63,31 @@ def test_runtime_class_objects_carry_the_marks_and_the_node_selector():
                        'metadata': {'name': 'kata-clh', 'labels': marks}, 'handler': 'kata-clh',
                        'scheduling': {'nodeSelector': {'kata/rt': 'true'}}}
     assert objs[0]['metadata']['name'] == objs[0]['handler'] == 'kata-qemu'
+
+
+def _effective(table):
+    """A runtime as containerd_info returns it: its effective table (and the rest, not compared)."""
+    return dict(table=table, file='/etc/containerd/config.toml', builtin=False)
+
+
+def test_runtimes_to_change_names_only_what_an_edit_would_change():
+    entries = kata_runtime_entries(kata_runtimes(['kata-qemu', 'kata-clh'], **PATHS), pod_annotations=['io.k.*'])
+    in_place = dict((e['name'], _effective(dict(e['settings'], runtime_type=e['runtime_type'],
+                                                runtime_path=e['runtime_path'], options=dict(e['options']),
+                                                container_annotations=['x'])))
+                    for e in entries)
+    # every value there (a key the entry does not name, container_annotations, is not compared)
+    assert runtimes_to_change(entries, in_place) == []
+    # one handler missing, one with another option value, a setting changed, the runtime type changed
+    assert runtimes_to_change(entries, {'kata-clh': in_place['kata-clh']}) == ['kata-qemu']
+    other = dict(in_place, **{'kata-qemu': _effective(dict(in_place['kata-qemu']['table'], options={'ConfigPath': '/x'}))})
+    assert runtimes_to_change(entries, other) == ['kata-qemu']
+    other = dict(in_place, **{'kata-clh': _effective(dict(in_place['kata-clh']['table'], pod_annotations=[]))})
+    assert runtimes_to_change(entries, other) == ['kata-clh']
+    other = dict(in_place, **{'kata-clh': _effective(dict(in_place['kata-clh']['table'], runtime_type='io.x.v2'))})
+    assert runtimes_to_change(entries, other) == ['kata-clh']
+    # a key the entry sets but the table lacks is a change, even when the value would be a zero value
+    table = dict(in_place['kata-qemu']['table'])
+    del table['privileged_without_host_devices']
+    assert runtimes_to_change(entries, dict(in_place, **{'kata-qemu': _effective(table)})) == ['kata-qemu']
+    assert runtimes_to_change(entries, None) == ['kata-qemu', 'kata-clh']
