@@ -115,7 +115,7 @@ options:
     type: list
     elements: str
     default: []
-    version_added: 1.0.0
+    version_added: 1.2.0
   commands:
     description:
       - Commands to look up as bash's C(command -v) does (the first executable file of that name in the module's
@@ -428,6 +428,7 @@ settings:
   returned: when O(settings) is given
   type: dict
   sample: {images.disable_snapshot_annotations: false}
+  version_added: 1.2.0
 node_name:
   description: The node's host name (C(uname -n)), for example the Kubernetes node name of a kubeadm node.
   returned: success

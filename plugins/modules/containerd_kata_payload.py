@@ -87,6 +87,7 @@ options:
         that is not on the node yet. Ignored outside check mode.
     type: bool
     default: false
+    version_added: 1.2.0
   manifest:
     description:
       - The manifest file. Default C(<state_dir>/kata-payload/manifest.json).
