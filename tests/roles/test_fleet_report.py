@@ -483,7 +483,7 @@ def test_every_playbook_that_restarts_containerd_rolls_out_in_batches():
         with open(path) as f:
             play = [p for p in yaml.safe_load(f) if 'hosts' in p][0]
         batched[os.path.basename(path)] = play.get('serial'), play.get('max_fail_percentage')
-    assert sorted(n for n, (serial, _) in batched.items() if serial is None) == sorted(read_only), batched
+    assert sorted(n for n, (serial, _max_fail) in batched.items() if serial is None) == sorted(read_only), batched
     for name, (serial, max_fail) in batched.items():
         if name not in read_only:
             assert serial.endswith('| default(1) }}') and max_fail.endswith('| default(0) }}'), (name, serial, max_fail)
