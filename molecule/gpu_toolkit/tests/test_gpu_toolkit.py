@@ -157,6 +157,22 @@ def test_uninstall_removed_the_package_it_installed(node):
         assert not box.package("nvidia-container-toolkit").is_installed
 
 
+def test_uninstall_kept_the_package_that_was_there_before_and_removed_the_apt_source(node):
+    """gpu-bookworm lists nvidia-container-toolkit-base too, installed before nodeguard: never recorded, so the
+    uninstall kept it; the toolkit and the apt source the install added went, and so did the record."""
+    name, box = node
+    if name != "gpu-bookworm":
+        pytest.skip("installs no packages")
+    seen = [json.loads(line) for line in evidence_file("packages.jsonl", name).splitlines() if line.strip()]
+    assert [s["state"] for s in seen] == ["present", "present", "absent", "absent"], seen
+    added = {"files": ["/etc/apt/sources.list.d/nvidia-container-toolkit.list"], "packages": ["nvidia-container-toolkit"]}
+    assert [s["record"] for s in seen] == [added, added, None, None], seen
+    assert [(s["toolkit"], s["base"], s["source"]) for s in seen] == [(True, True, True)] * 2 + [(False, True, False)] * 2
+    assert box.package("nvidia-container-toolkit-base").is_installed
+    assert not box.file("/etc/apt/sources.list.d/nvidia-container-toolkit.list").exists
+    assert not box.file("/var/lib/nodeguard/gpu_toolkit-gpu_toolkit.json").exists
+
+
 def test_failed_install_was_refused_or_rolled_back(node):
     ev = evidence(node, "rescue")
     assert "BinaryName /usr/local/bin/ng-no-such-runtime does not exist" in ev["refusal_message"]
