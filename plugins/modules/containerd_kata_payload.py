@@ -77,6 +77,8 @@ options:
   archive_is_cache:
     description:
       - O(archive) is a copy made for this install (the C(coco) role's cache); O(state=absent) deletes it too.
+      - The copy an earlier install recorded, when it is another file, is deleted once this archive is installed
+        (the cache keeps one archive, not every one a node was ever given).
     type: bool
     default: false
   archive_pending:
@@ -177,7 +179,8 @@ updated_count:
   type: int
 removed:
   description:
-    - With O(state=present), paths an earlier payload owned that this archive no longer has, removed.
+    - With O(state=present), paths an earlier payload owned that this archive no longer has, removed, and the
+      copy of an earlier archive (absolute).
     - With O(state=absent), every path removed (relative to O(dest); O(dest) itself and the cached archive
       absolute); at most 100 listed.
   returned: always

@@ -557,9 +557,12 @@ def install(params, check_mode):
         missing = _missing_required(params.get('require') or [], dest, provided, check_mode)
         archive_sha = sha256_file(archive)
         cache = os.path.abspath(archive) if params.get('archive_is_cache') else None
+        # the copy of an earlier archive (another URL or file name): the role's own, no longer read by anyone
+        old_cache = manifest.get('cache') if manifest.get('cache') != cache else None
         if not check_mode:
             manifest.update(owned=sorted(new_owned), state='installed', archive_sha256=archive_sha, cache=cache)
             save_manifest(manifest_path, manifest)
+        removed.extend(_remove_cache(old_cache, check_mode))
     finally:
         tar.close()
     layout = describe_layout(new_owned)

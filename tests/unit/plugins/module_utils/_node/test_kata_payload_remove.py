@@ -116,6 +116,31 @@ def test_the_roles_cached_archive_goes_with_the_payload(p, tmp_path):
     assert not os.path.exists(str(cache_dir))      # its folder, once empty
 
 
+def test_an_install_from_another_archive_removes_the_roles_earlier_copy(p, tmp_path):
+    """A new payload URL gets a cache file of its own; the copy of the old one goes once the new one is
+    installed, not before (check mode says so and keeps it), and a user's archive is never one of them."""
+    cache_dir = tmp_path / 'cache'
+    cache_dir.mkdir()
+    old, new = str(cache_dir / 'aaa-kata.tar.gz'), str(cache_dir / 'bbb-kata.tar.gz')
+    os.rename(p.archive(BASIC), old)
+    os.rename(p.archive(BASIC + [('bin/extra', 'file', b'x', 0o755)]), new)
+    p.install(old, archive_is_cache=True)
+    res = p.install(new, archive_is_cache=True, check=True)
+    assert res['changed'] and old in res['removed'] and os.path.exists(old)
+    assert p.read_manifest()['cache'] == old
+    res = p.install(new, archive_is_cache=True)
+    assert res['changed'] and res['removed'] == [old] and res['installed'] == ['bin/extra']
+    assert sorted(os.listdir(str(cache_dir))) == ['bbb-kata.tar.gz'] and p.read_manifest()['cache'] == new
+    # the same archive again: nothing to remove
+    assert p.install(new, archive_is_cache=True)['removed'] == []
+    # an archive of the user's (remote_src): the role's copy goes, the user's file stays
+    mine = p.archive(BASIC)
+    res = p.install(mine, archive_is_cache=False)
+    assert new in res['removed'] and not os.path.exists(new) and os.path.exists(mine)
+    assert p.read_manifest()['cache'] is None
+    assert p.install(mine, archive_is_cache=False)['removed'] == [] and os.path.exists(mine)
+
+
 def test_a_cache_folder_with_other_files_stays(p, tmp_path):
     cache_dir = tmp_path / 'cache'
     cache_dir.mkdir()
