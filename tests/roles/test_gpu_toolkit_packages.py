@@ -185,4 +185,6 @@ def test_site_removes_the_packages_after_its_restart_and_checks_only_when_absent
     restart = names.index('Restart containerd if it does not run the current config, then check it works with every handler')
     gone = names.index('Check that the handlers of removed roles are gone')
     assert removal[0] > max(restart, gone), names
-    assert block[removal[0]]['when'] == "site_gpu_state == 'absent'"
+    assert block[removal[0]]['when'] == ["site_gpu_state == 'absent'",
+                                         'gpu_toolkit_manage_packages | default(false) | bool',
+                                         'gpu_toolkit_remove_packages | default(false) | bool']
