@@ -107,7 +107,7 @@ def read_config(ctx, p):
     return info
 
 
-def read_live(ctx, p, info, check_mode, ready=True):
+def read_live(ctx, p, info, check_mode, ready):
     """The daemon side: CRI plugin status, the expected handlers with their probe command lines, the probe image
     (only when containerd is ready: no probe runs otherwise, and each ctr call on a dead socket waits 10 s)."""
     rows, info['plugins_error'] = plugins_ls(p['ctr'], info['address'])

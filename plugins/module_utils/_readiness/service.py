@@ -160,6 +160,26 @@ def _seconds(state, prop):
     return value or None
 
 
+def _why_not_ready(unit, timeout, state, cri, plugin_error, start_limit_hit, reset_done):
+    """The message of a wait that ended without containerd ready (its last unit state and CRI plugins)."""
+    if start_limit_hit:
+        if reset_done:
+            return 'start-limit-hit; reset-failed and start were tried, containerd still not ready'
+        return ("systemd refused to start %s: start-limit-hit (too many restarts in a short time); "
+                "run 'systemctl reset-failed %s' or set node_readiness_reset_failed" % (unit, unit))
+    if state.get('LoadState') == 'not-found':
+        return 'unit %s not found' % unit
+    if state.get('LoadState') == 'no-systemd':
+        return ('systemd is not running on this node (systemctl: System has not been booted with systemd): %s '
+                'cannot be started or waited for' % unit)
+    if state.get('ActiveState') != 'active':
+        return 'containerd not active within %s s (ActiveState=%s SubState=%s Result=%s)' % (
+            timeout, state.get('ActiveState'), state.get('SubState'), state.get('Result'))
+    return 'containerd active but CRI plugins not ok within %s s: %s%s' % (
+        timeout, ', '.join('%s=%s' % kv for kv in sorted(cri.items())) or 'no plugin list',
+        (' (' + plugin_error + ')') if plugin_error else '')
+
+
 def wait_ready(unit, ctr, address, version, timeout, interval=0.1, reset_failed=False, journal_since=None,
                journal_skip_pid=None):
     """Wait (bounded) until the unit is active and its CRI plugins ok; the report of containerd_readiness step=wait.
@@ -193,7 +213,9 @@ def wait_ready(unit, ctr, address, version, timeout, interval=0.1, reset_failed=
                 continue
             break
         # no such unit, or no systemd: nothing the wait could see would change that
-        if state.get('LoadState') in ('not-found', 'no-systemd') or time.monotonic() >= deadline:
+        if state.get('LoadState') in ('not-found', 'no-systemd'):
+            break
+        if time.monotonic() >= deadline:
             break
         time.sleep(interval)
 
@@ -214,23 +236,8 @@ def wait_ready(unit, ctr, address, version, timeout, interval=0.1, reset_failed=
     ok = first_ok is not None
     if ok:
         msg = 'containerd active, CRI plugins ok after %.2f s of waiting' % (now - start)
-    elif start_limit_hit:
-        msg = ("systemd refused to start %s: start-limit-hit (too many restarts in a short time); "
-               "run 'systemctl reset-failed %s' or set node_readiness_reset_failed" % (unit, unit))
-        if reset_done:
-            msg = 'start-limit-hit; reset-failed and start were tried, containerd still not ready'
-    elif state.get('LoadState') == 'not-found':
-        msg = 'unit %s not found' % unit
-    elif state.get('LoadState') == 'no-systemd':
-        msg = 'systemd is not running on this node (systemctl: System has not been booted with systemd): %s ' \
-              'cannot be started or waited for' % unit
-    elif state.get('ActiveState') != 'active':
-        msg = 'containerd not active within %s s (ActiveState=%s SubState=%s Result=%s)' % (
-            timeout, state.get('ActiveState'), state.get('SubState'), state.get('Result'))
     else:
-        msg = 'containerd active but CRI plugins not ok within %s s: %s%s' % (
-            timeout, ', '.join('%s=%s' % kv for kv in sorted(cri.items())) or 'no plugin list',
-            (' (' + plugin_error + ')') if plugin_error else '')
+        msg = _why_not_ready(unit, timeout, state, cri, plugin_error, start_limit_hit, reset_done)
     journal, journal_error = ([], None) if ok else journal_tail(unit, journal_since, skip_pid=journal_skip_pid)
     if journal:
         msg += '; journal of %s: %s' % (unit, ' | '.join(telling_lines(journal)))
