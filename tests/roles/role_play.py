@@ -38,6 +38,26 @@ TASKS = '''  tasks:
 '''
 
 
+# The head of a gpu_toolkit play on localhost: its config, state folder, baselines and runtime binary (format
+# placeholders path, state, store, binary); a test adds its own vars below it.
+GPU_TOOLKIT_HEAD = '''
+- name: {name}
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    gpu_toolkit_config_path: {{path}}
+    gpu_toolkit_state_dir: {{state}}
+    gpu_toolkit_baseline_store: {{store}}
+    gpu_toolkit_runtime_binary: {{binary}}
+'''
+
+
+def gpu_toolkit_head(name):
+    """GPU_TOOLKIT_HEAD for a play called name, its other placeholders left for str.format."""
+    return GPU_TOOLKIT_HEAD.format(name=name)
+
+
 def role_tasks(role, role_vars, out, reads):
     """The play's tasks: role (its short name) with role_vars; out gets {'failure': ..., **reads}.
 

@@ -17,22 +17,12 @@ import re
 import yaml
 
 from conftest import REPO, read
-from role_play import run_playbook
+from role_play import gpu_toolkit_head, run_playbook
 
 NOT_INSTALLED = 'nodeguard-test-no-such-package'
 APT_SOURCE = '/etc/apt/sources.list.d/nvidia-container-toolkit.list'
 
-PLAY = '''
-- name: gpu_toolkit packages, local
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars:
-    gpu_toolkit_config_path: {path}
-    gpu_toolkit_state_dir: {state}
-    gpu_toolkit_baseline_store: {store}
-    gpu_toolkit_runtime_binary: {binary}
-    gpu_toolkit_manage_packages: true
+PLAY = gpu_toolkit_head('gpu_toolkit packages, local') + '''    gpu_toolkit_manage_packages: true
     gpu_toolkit_remove_packages: true
     gpu_toolkit_flush: false
     node_readiness_service: nodeguard-test-no-such-unit

@@ -23,22 +23,12 @@ import re
 import tomlkit
 
 from conftest import CONTAINERD_17, assert_containerd_accepts, read
-from role_play import role_tasks, run_playbook
+from role_play import gpu_toolkit_head, role_tasks, run_playbook
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 
 # the play's head; role_play.role_tasks() adds the role and what the test reads
-PLAY = '''
-- name: gpu_toolkit, local
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars:
-    gpu_toolkit_config_path: {path}
-    gpu_toolkit_state_dir: {state}
-    gpu_toolkit_baseline_store: {store}
-    gpu_toolkit_runtime_binary: {binary}
-    gpu_toolkit_flush: false
+PLAY = gpu_toolkit_head('gpu_toolkit, local') + '''    gpu_toolkit_flush: false
     # no systemd here: the restart contract (the role's handler) tries a unit that does not exist
     node_readiness_service: nodeguard-test-no-such-unit
     node_readiness_restart_retries: 1
