@@ -17,7 +17,10 @@ description:
   - Turns the role C(gpu_toolkit)'s C(gpu_toolkit_runtimes) into one mapping per runtime with every key set.
   - A runtime given by name gets O(binary) as its C(BinaryName), with the suffix O(suffixes) gives for its name
     appended (C(nvidia-cdi) gets C(.cdi), as the NVIDIA toolkit installs it). A mapping may give C(binary),
-    C(options), C(settings), C(runtime_type) and C(probe) itself.
+    C(options), C(settings), C(runtime_type) and C(probe) itself, and how readiness probes it - C(probe_image),
+    C(probe_command) and C(probe_env), which P(nodeguard.containerd.readiness_handlers#filter) hands to
+    M(nodeguard.containerd.containerd_readiness) as the handler's C(image), C(command) and C(env) (a GPU probe
+    such as C(nvidia-smi -L) with C(NVIDIA_VISIBLE_DEVICES=all)).
   - C(options) starts with C(BinaryName) (when the binary is not empty), then the runtime's own options, which win.
 options:
   _input:
@@ -77,12 +80,25 @@ _value:
     probe:
       description: Whether readiness starts a probe container through it.
       type: bool
+    probe_image:
+      description: The image of its probe container, only when the mapping gives one.
+      type: str
+    probe_command:
+      description: The command of its probe container (a list, or a string split as a shell would), only when given.
+      type: raw
+    probe_env:
+      description: The environment of its probe container (a dict, or a list of C(KEY=VALUE)), only when given.
+      type: raw
 """
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from collections.abc import Mapping
+
+
+# how readiness probes a runtime, when its mapping says (readiness_handlers passes them on)
+PROBE_KEYS = ('probe_image', 'probe_command', 'probe_env')
 
 
 def gpu_runtime_specs(runtimes, binary='/usr/bin/nvidia-container-runtime', suffixes=None, probe=True):
@@ -98,9 +114,10 @@ def gpu_runtime_specs(runtimes, binary='/usr/bin/nvidia-container-runtime', suff
         path = item['binary'] if 'binary' in item else binary + suffixes.get(name, '')
         options = {'BinaryName': path} if path else {}
         options.update(item.get('options') or {})
-        out.append({'name': name, 'binary': path, 'options': options, 'settings': dict(item.get('settings') or {}),
-                    'runtime_type': item.get('runtime_type') or '',
-                    'probe': boolean(item.get('probe', probe), strict=False)})
+        spec = {'name': name, 'binary': path, 'options': options, 'settings': dict(item.get('settings') or {}),
+                'runtime_type': item.get('runtime_type') or '', 'probe': boolean(item.get('probe', probe), strict=False)}
+        spec.update((key, item[key]) for key in PROBE_KEYS if item.get(key) not in (None, '', [], {}))
+        out.append(spec)
     return out
 
 

@@ -330,3 +330,32 @@ def test_a_default_runtime_not_among_the_runtimes_is_refused_naming_both(workdir
         gpu_toolkit_runtimes=['nvidia'], gpu_toolkit_set_default=True, gpu_toolkit_default_runtime='nvidia-cdi'))
     assert "Got: gpu_toolkit_runtimes=['nvidia'], gpu_toolkit_default_runtime='nvidia-cdi'." in res['failure'], res
     assert read(path) == before and restarted is False
+
+
+def test_a_runtimes_probe_settings_reach_the_readiness_check(workdir, config):
+    """gpu_toolkit_runtimes may say how readiness probes each runtime (a GPU probe: an image with nvidia-smi, its
+    command, NVIDIA_VISIBLE_DEVICES): the handlers the role gives readiness carry them, and the config gets the
+    runtime alone."""
+    path = config('v2_kubeadm.toml')
+    stand_in(workdir)
+    runtimes = [{'name': 'nvidia', 'probe_image': 'localhost/cuda-base:12', 'probe_command': ['nvidia-smi', '-L'],
+                 'probe_env': {'NVIDIA_VISIBLE_DEVICES': 'all'}}, 'nvidia-cdi']
+    out = os.path.join(workdir, 'out.json')
+    text = PLAY.format(path=path, state=os.path.join(workdir, 'state'), store=os.path.join(workdir, 'baselines'),
+                       binary=os.path.join(workdir, 'bin', 'nvidia-container-runtime'),
+                       decoy=os.path.join(workdir, 'decoy'))
+    # the runtimes as play vars and the role public: its vars (templated when read) are still its own in the task
+    # that writes what the test reads
+    text = text.replace('    gpu_toolkit_flush: false\n', '    gpu_toolkit_flush: false\n    gpu_toolkit_runtimes: %s\n'
+                        % json.dumps(runtimes), 1)
+    text += role_tasks('gpu_toolkit', dict(gpu_toolkit_check_binary=False), out,
+                       "'handlers': __gpu_toolkit_handlers | default(none)").replace(
+        '          ansible.builtin.include_role:\n', '          ansible.builtin.include_role:\n            public: true\n', 1)
+    proc = run_playbook(workdir, text)
+    res = json.loads(read(out))
+    assert res['failure'] == '', res['failure'] + proc.stdout[-3000:]
+    assert res['handlers'] == ['runc', {'name': 'nvidia', 'probe': True, 'image': 'localhost/cuda-base:12',
+                                        'command': ['nvidia-smi', '-L'], 'env': {'NVIDIA_VISIBLE_DEVICES': 'all'}},
+                               {'name': 'nvidia-cdi', 'probe': True}]
+    nvidia = cri(path)['containerd']['runtimes']['nvidia']
+    assert 'probe_image' not in json.dumps(nvidia) and 'nvidia-smi' not in read(path)

@@ -26,3 +26,16 @@ def test_a_runtime_twice_is_one_handler_with_the_last_probe():
     runtimes = [{'name': 'nvidia', 'probe': True, 'binary': '/x'}, {'name': 'nvidia', 'probe': False}]
     assert readiness_handlers([{'name': 'nvidia', 'probe': True}], runtimes) == [{'name': 'nvidia', 'probe': False}]
     assert readiness_handlers(['runc']) == ['runc']
+
+
+def test_a_runtimes_probe_settings_become_the_handlers_image_command_and_env():
+    runtimes = [{'name': 'nvidia', 'probe': True, 'probe_image': 'img', 'probe_command': 'nvidia-smi -L',
+                 'probe_env': ['NVIDIA_VISIBLE_DEVICES=all'], 'binary': '/x'},
+                {'name': 'nvidia-cdi', 'probe': False}]
+    assert readiness_handlers(['runc'], runtimes) == [
+        'runc', {'name': 'nvidia', 'probe': True, 'image': 'img', 'command': 'nvidia-smi -L',
+                 'env': ['NVIDIA_VISIBLE_DEVICES=all']},
+        {'name': 'nvidia-cdi', 'probe': False}]
+    # the last of a name wins whole: its probe settings are not merged with an earlier one's
+    runtimes.append({'name': 'nvidia', 'probe': True})
+    assert readiness_handlers([], runtimes)[0] == {'name': 'nvidia', 'probe': True}

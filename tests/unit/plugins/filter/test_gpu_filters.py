@@ -58,3 +58,16 @@ def test_the_default_is_set_on_one_and_an_earlier_default_of_the_owner_undone():
     entries = gpu_runtime_entries(specs, default='nvidia-cdi', owned_defaults=['nvidia', 'nvidia-cdi'])
     assert [e.get('default') for e in entries] == [False, True, None]
     assert [e.get('default') for e in gpu_runtime_entries(specs, owned_defaults=['nvidia'])] == [False, None, None]
+
+
+def test_a_mappings_probe_settings_are_kept_only_when_given():
+    gpu, plain = gpu_runtime_specs([dict(name='nvidia', probe_image='docker.io/library/ubuntu:24.04',
+                                         probe_command=['nvidia-smi', '-L'], probe_env={'NVIDIA_VISIBLE_DEVICES': 'all'}),
+                                    dict(name='nvidia-cdi', probe_image='', probe_command=[], probe_env={})],
+                                   binary=BIN, suffixes=SUFFIXES)
+    assert (gpu['probe_image'], gpu['probe_command'], gpu['probe_env']) == (
+        'docker.io/library/ubuntu:24.04', ['nvidia-smi', '-L'], {'NVIDIA_VISIBLE_DEVICES': 'all'})
+    # empty ones say nothing: readiness then uses its own image and command
+    assert sorted(plain) == ['binary', 'name', 'options', 'probe', 'runtime_type', 'settings']
+    # and none of them reaches the config: containerd_config's entry has the runtime's keys only
+    assert sorted(gpu_runtime_entries([gpu])[0]) == ['name', 'options', 'settings']
