@@ -96,9 +96,8 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from collections.abc import Mapping
 
-
-# how readiness probes a runtime, when its mapping says (readiness_handlers passes them on)
-PROBE_KEYS = ('probe_image', 'probe_command', 'probe_env')
+# how readiness probes a runtime, when its mapping says: the keys readiness_handlers passes on
+from ansible_collections.nodeguard.containerd.plugins.filter.readiness_handlers import PROBE_KEYS
 
 
 def gpu_runtime_specs(runtimes, binary='/usr/bin/nvidia-container-runtime', suffixes=None, probe=True):

@@ -63,7 +63,7 @@ def readiness_handlers(base, runtimes=None):
         if runtime['name'] not in handlers:
             order.append(runtime['name'])
         handler = {'name': runtime['name'], 'probe': runtime.get('probe', True)}
-        handler.update((PROBE_KEYS[key], runtime[key]) for key in sorted(PROBE_KEYS) if key in runtime)
+        handler.update((PROBE_KEYS[key], runtime[key]) for key in PROBE_KEYS if key in runtime)
         handlers[runtime['name']] = handler
     kept = [h for h in base if (h if isinstance(h, str) else h.get('name')) not in handlers]
     return kept + [handlers[name] for name in order]
