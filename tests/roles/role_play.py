@@ -53,6 +53,16 @@ GPU_TOOLKIT_HEAD = '''
 '''
 
 
+def stand_in(workdir, name='nvidia-container-runtime', mode=0o755):
+    """A runtime binary under workdir/bin that does nothing (GPU_TOOLKIT_HEAD's binary by default); its path."""
+    path = os.path.join(workdir, 'bin', name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write('#!/bin/sh\nexit 0\n')
+    os.chmod(path, mode)
+    return path
+
+
 def gpu_toolkit_head(name):
     """GPU_TOOLKIT_HEAD for a play called name, its other placeholders left for str.format."""
     return GPU_TOOLKIT_HEAD.format(name=name)

@@ -17,15 +17,12 @@ import pytest
 
 from coco_play import run_coco, tree
 from conftest import CONTAINERD_2
+from role_play import stand_in
 
 
 def test_containerd_1x_puts_the_handlers_into_config_toml(workdir, config):
     path = config('v2_debian_stock.toml')
-    kubectl = os.path.join(workdir, 'bin', 'kubectl')
-    os.makedirs(os.path.dirname(kubectl))
-    with open(kubectl, 'w') as f:
-        f.write('#!/bin/sh\nexit 0\n')
-    os.chmod(kubectl, 0o755)
+    kubectl = stand_in(workdir, 'kubectl')
     kubeconfig = os.path.join(workdir, 'kubelet.conf')
     with open(kubeconfig, 'w') as f:
         f.write('apiVersion: v1\n')

@@ -17,7 +17,7 @@ import re
 import yaml
 
 from conftest import REPO, read
-from role_play import gpu_toolkit_head, run_playbook
+from role_play import gpu_toolkit_head, run_playbook, stand_in
 
 NOT_INSTALLED = 'nodeguard-test-no-such-package'
 APT_SOURCE = '/etc/apt/sources.list.d/nvidia-container-toolkit.list'
@@ -54,11 +54,7 @@ def touch(workdir, name):
 
 def run(workdir, path, role_vars, entry='main', check=False):
     """ansible-playbook with the role (entry: its tasks_from); (stdout, number of changed tasks)."""
-    binary = os.path.join(workdir, 'bin', 'nvidia-container-runtime')
-    os.makedirs(os.path.dirname(binary), exist_ok=True)
-    with open(binary, 'w') as f:
-        f.write('#!/bin/sh\nexit 0\n')
-    os.chmod(binary, 0o755)
+    binary = stand_in(workdir)
     text = PLAY.format(path=path, state=os.path.join(workdir, 'state'), store=os.path.join(workdir, 'baselines'),
                        binary=binary, entry=entry, role_vars=json.dumps(role_vars))
     proc = run_playbook(workdir, text, extra_args=['--check', '--diff'] if check else [])

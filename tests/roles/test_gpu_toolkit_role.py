@@ -23,7 +23,7 @@ import re
 import tomlkit
 
 from conftest import CONTAINERD_17, assert_containerd_accepts, read
-from role_play import gpu_toolkit_head, role_tasks, run_playbook
+from role_play import gpu_toolkit_head, role_tasks, run_playbook, stand_in
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import ledger_path_for
 
@@ -41,13 +41,15 @@ PLAY = gpu_toolkit_head('gpu_toolkit, local') + '''    gpu_toolkit_flush: false
 '''
 
 
-def stand_in(workdir, name='nvidia-container-runtime', mode=0o755):
-    path = os.path.join(workdir, 'bin', name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'w') as f:
-        f.write('#!/bin/sh\nexit 0\n')
-    os.chmod(path, mode)
-    return path
+def play_text(workdir, path, extra_play_vars=None):
+    """PLAY for the config at path, its folders under workdir, with extra_play_vars added to the play's vars."""
+    text = PLAY.format(path=path, state=os.path.join(workdir, 'state'), store=os.path.join(workdir, 'baselines'),
+                       binary=os.path.join(workdir, 'bin', 'nvidia-container-runtime'),
+                       decoy=os.path.join(workdir, 'decoy'))
+    if extra_play_vars:
+        text = text.replace('    gpu_toolkit_flush: false\n', '    gpu_toolkit_flush: false\n' + ''.join(
+            '    %s: %s\n' % (k, json.dumps(v)) for k, v in extra_play_vars.items()))
+    return text
 
 
 def run_role(workdir, path, role_vars, extra_play_vars=None, containerd_dir=None, check=False):
@@ -60,12 +62,7 @@ def run_role(workdir, path, role_vars, extra_play_vars=None, containerd_dir=None
     out = os.path.join(workdir, 'out.json')
     if os.path.exists(out):
         os.remove(out)
-    text = PLAY.format(path=path, state=os.path.join(workdir, 'state'), store=os.path.join(workdir, 'baselines'),
-                       binary=os.path.join(workdir, 'bin', 'nvidia-container-runtime'),
-                       decoy=os.path.join(workdir, 'decoy'))
-    if extra_play_vars:
-        text = text.replace('    gpu_toolkit_flush: false\n', '    gpu_toolkit_flush: false\n' + ''.join(
-            '    %s: %s\n' % (k, json.dumps(v)) for k, v in extra_play_vars.items()))
+    text = play_text(workdir, path, extra_play_vars)
     text += role_tasks('gpu_toolkit', role_vars, out, "'added': __gpu_toolkit_added | default({}), "
                        "'removed': __gpu_toolkit_removed | default({}), 'gone': gpu_toolkit_gone | default(None)")
     proc = run_playbook(workdir, text, containerd_dir, ['--check'] if check else [])
@@ -341,13 +338,9 @@ def test_a_runtimes_probe_settings_reach_the_readiness_check(workdir, config):
     runtimes = [{'name': 'nvidia', 'probe_image': 'localhost/cuda-base:12', 'probe_command': ['nvidia-smi', '-L'],
                  'probe_env': {'NVIDIA_VISIBLE_DEVICES': 'all'}}, 'nvidia-cdi']
     out = os.path.join(workdir, 'out.json')
-    text = PLAY.format(path=path, state=os.path.join(workdir, 'state'), store=os.path.join(workdir, 'baselines'),
-                       binary=os.path.join(workdir, 'bin', 'nvidia-container-runtime'),
-                       decoy=os.path.join(workdir, 'decoy'))
     # the runtimes as play vars and the role public: its vars (templated when read) are still its own in the task
     # that writes what the test reads
-    text = text.replace('    gpu_toolkit_flush: false\n', '    gpu_toolkit_flush: false\n    gpu_toolkit_runtimes: %s\n'
-                        % json.dumps(runtimes), 1)
+    text = play_text(workdir, path, {'gpu_toolkit_runtimes': runtimes})
     text += role_tasks('gpu_toolkit', dict(gpu_toolkit_check_binary=False), out,
                        "'handlers': __gpu_toolkit_handlers | default(none)").replace(
         '          ansible.builtin.include_role:\n', '          ansible.builtin.include_role:\n            public: true\n', 1)

@@ -25,6 +25,7 @@ import ansible_runner
 import pytest
 
 from conftest import COLLECTIONS_ROOT, CONTAINERD_1, CONTAINERD_2, REPO, fixture_text, read
+from role_play import stand_in
 
 # Each role runs on one config version in make test (the fleet on version 2, coco on version 3: the module
 # tests run every module on both); NG_SECRETS_ROLES=all runs each role on both.
@@ -86,15 +87,11 @@ PLAY = '''
 
 
 def node_vars(workdir, path, fetch, exact):
-    stand_in = os.path.join(workdir, 'bin', 'nvidia-container-runtime')
-    os.makedirs(os.path.dirname(stand_in), exist_ok=True)
-    with open(stand_in, 'w') as f:
-        f.write('#!/bin/sh\nexit 0\n')
-    os.chmod(stand_in, 0o755)
+    runtime = stand_in(workdir)
     state = os.path.join(workdir, 'state')
     return dict(ansible_connection='local', ansible_python_interpreter=sys.executable,
                 gpu_toolkit_config_path=path, gpu_toolkit_state_dir=state, nodeguard_state_dir=state,
-                gpu_toolkit_baseline_store=os.path.join(workdir, 'baselines'), gpu_toolkit_runtime_binary=stand_in,
+                gpu_toolkit_baseline_store=os.path.join(workdir, 'baselines'), gpu_toolkit_runtime_binary=runtime,
                 gpu_toolkit_flush=False, gpu_toolkit_restart_handler=False, gpu_toolkit_probe=False,
                 gpu_toolkit_backup=True, config_snapshot_fetch_dir=fetch, config_snapshot_fetch_exact=exact,
                 fleet_report_config_path=path, fleet_report_state_dir=state)

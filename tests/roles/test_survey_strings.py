@@ -19,6 +19,7 @@ import pytest
 import tomlkit
 
 from conftest import COLLECTIONS_ROOT, FIXTURES
+from role_play import stand_in
 
 PLAY = '''
 - name: Survey strings
@@ -86,9 +87,7 @@ def node_dir(tmp_path):
     (node / 'bin').mkdir(parents=True)
     shutil.copy(os.path.join(FIXTURES, 'v2_kubeadm.toml'), str(node / 'config.toml'))
     for name in ('nvidia-container-runtime', 'nvidia-container-runtime.legacy'):
-        path = node / 'bin' / name
-        path.write_text('#!/bin/sh\nexit 0\n')
-        path.chmod(0o755)
+        stand_in(str(node), name)
     return node
 
 
