@@ -36,7 +36,7 @@ def test_the_handlers_checked_gone_are_those_the_install_wrote(workdir, config):
     make_tar(archive, [(SHIM, 'file', b'#!/bin/sh\nexit 0\n', 0o755)]
              + [(CONF % s, 'file', b'[hypervisor]\n', 0o644) for s in ('qemu', 'clh', 'qemu-tdx')])
     path = config('v3_default.toml')
-    reads = "'gone': __coco_gone_on_absent | default(none), 'placement': __coco_placement | default(none)"
+    reads = "'gone': coco_gone | default(none), 'placement': __coco_placement | default(none)"
 
     res, _out = run_present(workdir, path, ctd2, reads=reads, coco_payload_archive=archive,
                             coco_runtime_classes=['kata-qemu', 'kata-clh'])

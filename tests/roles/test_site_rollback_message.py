@@ -106,13 +106,15 @@ def test_the_rollback_uses_the_config_and_baseline_the_roles_used(given, path, s
 
 @pytest.mark.parametrize('gpu, coco, gone', [
     ('absent', 'skip', ['nvidia']),
-    ('absent', 'absent', ['nvidia', 'kata-qemu']),
-    ('present', 'absent', ['kata-qemu']),
+    ('absent', 'absent', ['nvidia', 'kata-clh', 'kata-qemu']),
+    ('present', 'absent', ['kata-clh', 'kata-qemu']),
 ])
 def test_the_runtimes_that_must_be_gone_are_those_the_roles_took_out(gpu, coco, gone):
     """gpu_toolkit's own count (gpu_toolkit_gone: a runtime the NVIDIA toolkit's drop-in still defines was never
-    the role's and stays), and every handler of coco."""
+    the role's and stays), and every handler coco installed (coco_gone), not those coco_runtime_classes names now
+    (coco_handlers: kata-clh was installed and dropped from the variable since, kata-qemu-tdx was never installed)."""
     variables = trusted(PLAY['vars'])
     variables.update(gpu_toolkit_state=gpu, coco_state=coco, gpu_toolkit_runtimes=['nvidia', 'nvidia-cdi'],
-                     gpu_toolkit_gone=['nvidia'], coco_handlers=[{'name': 'kata-qemu'}])
+                     gpu_toolkit_gone=['nvidia'], coco_gone=['kata-clh', 'kata-qemu'],
+                     coco_handlers=[{'name': 'kata-qemu'}, {'name': 'kata-qemu-tdx'}])
     assert render(variables, 'site_gone') == gone
