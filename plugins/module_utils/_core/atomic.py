@@ -35,8 +35,21 @@ class LockTimeout(Exception):
     pass
 
 
+# what one read of a file being hashed holds in memory: a payload archive of hundreds of MB is never read whole
+HASH_CHUNK = 1 << 20
+
+
 def sha256_bytes(data):
     return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path):
+    """The file's SHA-256, read in chunks of HASH_CHUNK bytes."""
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(HASH_CHUNK), b''):
+            h.update(block)
+    return h.hexdigest()
 
 
 def read_bytes(path):

@@ -24,7 +24,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import hashlib
 import io
 import json
 import os
@@ -41,6 +40,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic 
     fsync_dir,
     read_bytes,
     remove_quietly,
+    sha256_file,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.process import which
 
@@ -387,14 +387,6 @@ def layout_text(layout):
         parts.append('%s: shim %s, configurations in %s/ for %s' % (
             what, part['shim'] or 'none', folder, ', '.join(part['configurations']) or 'no shim'))
     return '; '.join(parts)
-
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(CHUNK), b''):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _same_content(path, tar, member):

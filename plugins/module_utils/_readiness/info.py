@@ -20,10 +20,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import json
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import read_bytes, sha256_bytes
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import read_bytes, sha256_bytes, sha256_file
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.drift import has_drift, same_tree
 from ansible_collections.nodeguard.containerd.plugins.module_utils._baseline.effective import (
     effective_records,
@@ -376,6 +377,16 @@ def owned_facts(state_dir, path, owner, files, ver):
     return out
 
 
+def _file_sha256(path):
+    """The file's SHA-256 (read in chunks: a cached payload archive is hundreds of MB), None if it went away."""
+    try:
+        return sha256_file(path)
+    except (IOError, OSError) as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise
+
+
 def file_facts(state_dir, paths, view, ver):
     """Each named path: exists, type, executable, sha256, imported (a plain entry of the tree names it), loaded,
     owners."""
@@ -398,7 +409,6 @@ def file_facts(state_dir, paths, view, ver):
             kind = 'file'
         elif os.path.lexists(path):
             kind = 'other'
-        raw = read_bytes(path) if kind == 'file' else None
         owners = []
         try:
             # records of containerd_dropin: the owner that wrote the file or created the folder
@@ -410,7 +420,7 @@ def file_facts(state_dir, paths, view, ver):
                           dangling=kind == 'link' and not os.path.exists(path),
                           # as the shell's [ -f ] && [ -x ]: links followed (a runtime's BinaryName)
                           executable=os.path.isfile(path) and os.access(path, os.X_OK),
-                          sha256=sha256_bytes(raw) if raw is not None else None,
+                          sha256=_file_sha256(path) if kind == 'file' else None,
                           imported=path in named, imported_by=unique_in_order(named.get(path, [])), loaded=path in loaded,
                           owners=owners)
     return out, problems

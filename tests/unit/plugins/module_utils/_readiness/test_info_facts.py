@@ -10,6 +10,7 @@ the journal's count of starts.
 """
 
 import hashlib
+import tracemalloc
 import json
 import os
 
@@ -313,6 +314,26 @@ def test_each_kind_of_named_file(tmp_path):
                      str(tmp_path / 'absent'): (None, False, False, False)}
     assert out[plain]['sha256'] == hashlib.sha256(b'version = 2\n').hexdigest()
     assert out[linked]['sha256'] is None and out[fifo]['sha256'] is None
+
+
+def test_a_large_named_file_is_hashed_without_being_held_in_memory(tmp_path):
+    # a cached kata payload archive is hundreds of MB: its hash is read in chunks, not as one bytes object
+    size = 48 << 20
+    path = write(tmp_path / 'config.toml', 'version = 2\n')
+    archive = str(tmp_path / 'kata-static.tar.zst')
+    with open(archive, 'wb') as f:
+        f.truncate(size)
+    want = hashlib.sha256()
+    for _ in range(size >> 20):
+        want.update(bytes(1 << 20))
+    tracemalloc.start()
+    try:
+        out, problems = file_facts(str(tmp_path / 'state'), [archive], view_of(path, V16), V16)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert problems == [] and out[archive]['sha256'] == want.hexdigest()
+    assert peak < 8 << 20, 'hashing a %d MB file held %.1f MB' % (size >> 20, peak / float(1 << 20))
 
 
 def test_a_named_file_is_imported_loaded_and_owned_as_the_tree_and_its_ledger_say(tmp_path):
