@@ -28,7 +28,7 @@ PACKAGES = [
      [['toml_text', 'atomic'], ['config_model', 'ledger', 'secrets'],
       ['validate', 'effective', 'runtime_guard'], ['ownership']]),
     ('_node', "programs on the node: processes, containerd's log, the isolated load test, payload files",
-     [['process', 'containerd_log', 'capabilities'], ['sandbox'], ['preflight'], ['kata_payload']]),
+     [['process', 'containerd_log', 'capabilities'], ['sandbox'], ['preflight'], ['kata_payload', 'package_record']]),
     ('_edits', 'the transaction and the edits it applies',
      [['runtime', 'setting', 'imports'], ['engine'], ['dropin'], ['edit_set']]),
     ('_baseline', 'baselines: store, drift, repair, restore and their states',
