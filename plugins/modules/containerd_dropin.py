@@ -22,7 +22,8 @@ description:
     and O(create_folder=true), the folder is created and the folder's ledger records that O(owner) created it.
   - O(state=absent) removes the drop-in only when the ledger says O(owner) wrote it and no plain C(imports) entry
     of the tree of O(path) still names it (another owner still importing it keeps it; a dangling import would stop
-    containerd). Then the folder, when O(owner) created it and it is empty.
+    containerd); a drop-in O(owner) took over is put back as it was instead (see the notes). Then the folder, when
+    O(owner) created it and it is empty.
   - The import itself is M(nodeguard.containerd.containerd_imports)' job - write the drop-in, then import it; on
     uninstall remove the import, then the drop-in.
   - Takes config.toml's lock, so it waits for, and is waited for by, the editing modules.
@@ -118,8 +119,16 @@ options:
 requirements:
   - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 notes:
-  - A file at O(dropin) that O(owner) did not write and that already has O(content) becomes O(owner)'s; one with
-    other content is replaced (it then is O(owner)'s). O(state=absent) never removes a file O(owner) did not write.
+  - A file at O(dropin) that no owner's ledger record says nodeguard wrote (a site's own drop-in) is taken over:
+    its bytes, mode and file owner are kept in O(owner)'s ledger record, and the file is replaced with O(content)
+    with a warning naming it (one that already has O(content) and O(mode) is left as it is). O(state=absent) then
+    puts that file back, atomically, instead of removing it (RV(restored)), so an install and an uninstall give
+    back the original bytes. While another owner still holds the file (it wrote the same O(content) since), the
+    file is kept and that owner puts it back when it leaves.
+  - A drop-in changed or removed by someone else since nodeguard wrote it is still replaced (O(state=present)),
+    removed or put back (O(state=absent)), each with a warning that names the file; O(backup=true) keeps a copy
+    of what a write replaces.
+  - O(state=absent) never removes a file O(owner) did not write.
 seealso:
   - module: nodeguard.containerd.containerd_imports
 '''
@@ -165,14 +174,14 @@ dropin:
 dropins:
   description:
     - With O(dropins), the result of each drop-in in the order given (C(dropin), C(changed), C(removed), C(kept),
-      C(imported_by), C(folder_removed), C(msg)); the top-level C(removed), C(kept) and C(folder_removed) are true
-      when true of any, C(imported_by) lists the files of all of them.
+      C(imported_by), C(folder_removed), C(restored), C(msg)); the top-level C(removed), C(restored), C(kept) and
+      C(folder_removed) are true when true of any, C(imported_by) lists the files of all of them.
   returned: when O(dropins) is given
   type: list
   elements: dict
   sample:
-    - {dropin: /etc/containerd/config.toml.d/nydus-snapshotter.toml, changed: true, removed: true, kept: false,
-       imported_by: [], folder_removed: false}
+    - {dropin: /etc/containerd/config.toml.d/nydus-snapshotter.toml, changed: true, removed: true, restored: false,
+       kept: false, imported_by: [], folder_removed: false}
 owned:
   description: The ledger says O(owner) wrote the drop-in.
   returned: state=present
@@ -194,8 +203,15 @@ removed:
   description: The drop-in was (or would be) removed.
   returned: state=absent
   type: bool
+restored:
+  description:
+    - The file O(owner) had taken over was (or would be) put back (its bytes, mode and file owner from before).
+  returned: state=absent
+  type: bool
+  version_added: 1.3.0
 kept:
-  description: The drop-in is O(owner)'s but was kept, because RV(imported_by) still import it.
+  description: The drop-in is O(owner)'s but was kept, because RV(imported_by) still import it (or, for a file
+    O(owner) took over, another owner still holds it).
   returned: state=absent
   type: bool
 imported_by:

@@ -10,13 +10,17 @@ candidate in its place; only then renamed. Ownership lives in the one
 ledger (``_ledger``): the drop-in's own ledger gets a ``file`` record, and
 the folder's a ``folder`` record when this owner created the folder. Both
 are saved before the rename or mkdir, so a run killed in between still knows
-what is its own. The imports themselves are containerd_imports' job.
+what is its own. A file nodeguard did not write (no ``file`` record of any
+owner) that an owner takes over keeps its bytes, mode and owner in that
+owner's record (``replaced``); state=absent puts them back instead of
+deleting the file. The imports themselves are containerd_imports' job.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import os
 import stat
 
@@ -30,6 +34,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic 
     sha256_bytes,
     write_temp,
 )
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core import secrets
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import (
     ConfigError,
     TomlParseError,
@@ -152,6 +157,37 @@ def _make_folder(ledger_folder, owner, folder, check_mode):
     return True
 
 
+def _prior_of(path, raw):
+    """What a takeover keeps of a file nodeguard did not write: its bytes, mode and owner, for state=absent."""
+    st = os.stat(path)
+    return dict(base64=base64.b64encode(raw).decode('ascii'), sha256=sha256_bytes(raw),
+                mode=stat.S_IMODE(st.st_mode), uid=st.st_uid, gid=st.st_gid)
+
+
+def _claim(ledger, owner, dropin, prior):
+    """The owner's file record; with the file it replaces (or takes over as it is) when nodeguard did not write that."""
+    record = {'owner': owner, 'resource': file_resource(dropin), 'kind': FILE_KIND}
+    if prior is not None:
+        record['replaced'] = prior
+    ledger.add(record)
+
+
+def _changed_since(ledger, current):
+    """The file is not what nodeguard's last write of it left (someone else changed or removed it since)."""
+    return ledger.config_sha256 is not None and sha256_bytes(current or b'') != ledger.config_sha256
+
+
+def _warn_replacing(ctx, dropin, owner, original, prior, ledger):
+    """Say so when the write replaces bytes nodeguard did not write: a file of its own, or a hand change."""
+    if prior is not None:
+        ctx.warn('%s was not written by nodeguard (no ledger record): %s replaces it. Its content, mode and owner '
+                 'are kept in the ledger and put back when %s removes the drop-in (state: absent).'
+                 % (dropin, owner, owner))
+    elif ledger is not None and original is not None and _changed_since(ledger, original):
+        ctx.warn('%s was changed since nodeguard wrote it: %s replaces it, and those changes are lost (backup: true '
+                 'keeps a copy).' % (dropin, owner))
+
+
 def write(module, ctx, params):
     """state=present: the module's result."""
     dropin = os.path.abspath(params['dropin'])
@@ -188,13 +224,16 @@ def write(module, ctx, params):
         if note:
             ctx.warn('%s: %s' % (dropin, note))
         mine = _owned(ledger, owner, FILE_KIND, file_resource(dropin))
+        held = ledger.select(kind=FILE_KIND, resource=file_resource(dropin))
+        prior = _prior_of(dropin, original) if original is not None and not held else None
         same_mode = original is not None and stat.S_IMODE(os.stat(dropin).st_mode) == mode
         if original == data and same_mode:
             if not mine and not check:  # the owner's content already there: it is the owner's file from now on
-                ledger.add({'owner': owner, 'resource': file_resource(dropin), 'kind': FILE_KIND})
+                _claim(ledger, owner, dropin, prior)
                 ledger.save(sha256_bytes(original))
             result['owned'] = True
             return result
+        _warn_replacing(ctx, dropin, owner, original, prior, ledger if held else None)
         if module._diff:
             result['diff'] = dict(before='' if original is None else original.decode('utf-8', 'replace'),
                                   after=params['content'],
@@ -209,7 +248,7 @@ def write(module, ctx, params):
             if params.get('backup') and original is not None:
                 result['backup_file'] = module.backup_local(dropin)
             if not mine:
-                ledger.add({'owner': owner, 'resource': file_resource(dropin), 'kind': FILE_KIND})
+                _claim(ledger, owner, dropin, prior)
             ledger.save(sha256_bytes(data))  # before the rename: a kill in between still knows the file is ours
             commit_temp(tmp, dropin)
             tmp = None
@@ -225,41 +264,23 @@ def _drop_ledger(ledger):
 
 
 def remove(module, ctx, params):
-    """state=absent: the module's result. Only this owner's file goes, and only when nothing names it in imports."""
+    """state=absent: the module's result. Only this owner's file goes, and only when nothing names it in imports;
+    a file the owner took over gets back what was there before."""
     dropin = os.path.abspath(params['dropin'])
     config_path = os.path.abspath(params['path'])
     owner, state_dir, check = params['owner'], params['state_dir'], module.check_mode
     folder = os.path.dirname(dropin)
-    result = dict(changed=False, dropin=dropin, removed=False, kept=False, folder_removed=False, imported_by=[])
-    ledger = Ledger.load(state_dir, dropin)
-    mine = _owned(ledger, owner, FILE_KIND, file_resource(dropin))
-    if mine:
-        by = importers(config_path, dropin, ctx.containerd_version)
-        if by:
-            # another owner still imports it (containerd_imports kept that entry): deleting it would leave a
-            # dangling import
-            result.update(kept=True, imported_by=by,
-                          msg='%s is kept: still imported by %s' % (dropin, ', '.join(by)))
-            return result
+    result = dict(changed=False, dropin=dropin, removed=False, restored=False, kept=False, folder_removed=False,
+                  imported_by=[])
+    if _owned(Ledger.load(state_dir, dropin), owner, FILE_KIND, file_resource(dropin)):
         with FileLock(config_path, params['lock_timeout'], create=not check):
-            if os.path.lexists(dropin):
-                result.update(changed=True, removed=True)
-                if module._diff:
-                    raw = read_bytes(dropin) or b''
-                    result['diff'] = dict(before=raw.decode('utf-8', 'replace'), after='',
-                                          before_header='%s (before)' % dropin, after_header='%s (absent)' % dropin)
-                if not check:
-                    os.unlink(dropin)
-                    fsync_dir(folder)
-                    ctx.written.append(dropin)
-            if not check:
-                others = [r for r in ledger.records if r.get('owner') != owner]
-                if others:
-                    for rec in mine:
-                        ledger.remove(rec)
-                    ledger.save(None)
-                else:
-                    _drop_ledger(ledger)
+            ledger = Ledger.load(state_dir, dropin)  # again, under the lock
+            mine = _owned(ledger, owner, FILE_KIND, file_resource(dropin))
+            priors = [r['replaced'] for r in mine if isinstance(r.get('replaced'), dict)]
+            if priors:
+                _put_back(module, ctx, params, ledger, priors[0], result)
+            elif mine:
+                _delete(module, ctx, params, ledger, mine, result)
     elif os.path.lexists(dropin):
         result['msg'] = '%s is not a drop-in %s wrote (no ledger record): left alone' % (dropin, owner)
     result['folder_removed'] = _remove_folder(owner, state_dir, folder, check, dropin if result['removed'] else None)
@@ -267,12 +288,104 @@ def remove(module, ctx, params):
     return result
 
 
+def _delete(module, ctx, params, ledger, mine, result):
+    """Remove the owner's own file (it made it): kept while a plain import names it, a dangling import stops
+    containerd."""
+    dropin, owner = ledger.config_path, params['owner']
+    by = importers(os.path.abspath(params['path']), dropin, ctx.containerd_version)
+    if by:
+        # another owner still imports it (containerd_imports kept that entry)
+        result.update(kept=True, imported_by=by, msg='%s is kept: still imported by %s' % (dropin, ', '.join(by)))
+        return
+    if os.path.lexists(dropin):
+        raw = read_bytes(dropin) or b''
+        if _changed_since(ledger, raw):
+            ctx.warn('%s was changed since nodeguard wrote it: %s removes it all the same, with those changes.'
+                     % (dropin, owner))
+        result.update(changed=True, removed=True)
+        if module._diff:
+            result['diff'] = dict(before=raw.decode('utf-8', 'replace'), after='',
+                                  before_header='%s (before)' % dropin, after_header='%s (absent)' % dropin)
+        if not module.check_mode:
+            os.unlink(dropin)
+            fsync_dir(os.path.dirname(dropin))
+            ctx.written.append(dropin)
+    if module.check_mode:
+        return
+    if [r for r in ledger.records if r.get('owner') != owner]:
+        for rec in mine:
+            ledger.remove(rec)
+        ledger.save(None)
+    else:
+        _drop_ledger(ledger)
+
+
+def _attrs(path):
+    """(mode, uid, gid) of path, or None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid
+
+
+def _put_back(module, ctx, params, ledger, prior, result):
+    """The owner took this file over: its record goes and the file it replaced comes back (bytes, mode, owner),
+    written atomically; while another owner still holds the file, that owner inherits what to put back."""
+    dropin, owner = ledger.config_path, params['owner']
+    current = read_bytes(dropin)
+    for rec in _owned(ledger, owner, FILE_KIND, file_resource(dropin)):
+        ledger.remove(rec)
+    heirs = sorted(ledger.select(kind=FILE_KIND, resource=file_resource(dropin)), key=lambda r: r.get('seq', 0))
+    if heirs:
+        heirs[0]['replaced'] = prior
+        result.update(kept=True, msg='%s is kept: %s still hold(s) it, and it is put back when the last of them '
+                                     'removes it' % (dropin, ', '.join(sorted(set(r['owner'] for r in heirs)))))
+        if not module.check_mode:
+            ledger.save(ledger.config_sha256)
+        return
+    raw = base64.b64decode(prior['base64'])
+    if current is None or _changed_since(ledger, current):
+        ctx.warn('%s was %s since %s wrote it: the file from before %s is put back all the same.'
+                 % (dropin, 'removed' if current is None else 'changed', owner, owner))
+    if current != raw or _attrs(dropin) != (prior['mode'], prior['uid'], prior['gid']):
+        result.update(changed=True, restored=True)
+        if module._diff:
+            text = raw.decode('utf-8', 'replace')
+            secrets.note_text(text)  # the file put back is quoted: its secrets are masked as the current file's
+            result['diff'] = dict(before='' if current is None else current.decode('utf-8', 'replace'), after=text,
+                                  before_header='%s (%s)' % (dropin, 'absent' if current is None else 'before'),
+                                  after_header='%s (put back)' % dropin)
+    if module.check_mode:
+        return
+    if result['restored']:
+        _write_back(dropin, raw, prior)
+        ctx.written.append(dropin)
+    if ledger.records:
+        ledger.save(sha256_bytes(raw))
+    else:
+        _drop_ledger(ledger)
+
+
+def _write_back(dropin, raw, prior):
+    """The replaced file, atomically. Its record goes only after the rename: a run killed in between leaves
+    the record, and the next state=absent puts the same bytes back (a change it says so)."""
+    tmp = write_temp(dropin, raw, mode=prior['mode'], uid=prior['uid'], gid=prior['gid'])
+    try:
+        commit_temp(tmp, dropin)
+        tmp = None
+    finally:
+        if tmp:
+            remove_quietly(tmp)
+
+
 def remove_all(module, ctx, params):
     """state=absent with dropins: remove() for each, in order; one result with each drop-in's."""
     each = [remove(module, ctx, dict(params, dropin=dropin)) for dropin in params['dropins']]
     diffs = [r.pop('diff') for r in each if r.get('diff')]
     result = dict(changed=any(r['changed'] for r in each), dropins=each,
-                  removed=any(r['removed'] for r in each), kept=any(r['kept'] for r in each),
+                  removed=any(r['removed'] for r in each), restored=any(r['restored'] for r in each),
+                  kept=any(r['kept'] for r in each),
                   folder_removed=any(r['folder_removed'] for r in each),
                   imported_by=sorted(set(p for r in each for p in r['imported_by'])))
     if diffs:
