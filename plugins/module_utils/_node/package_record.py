@@ -216,7 +216,9 @@ def plan_present(record, not_installed, files):
 # ------------------------------------------------------------------ uninstall of the files
 def _undo_of(entry, keep_changed):
     """What uninstall does with one overwritten file: 'restore', 'done' (prior bytes there), 'keep' or 'changed'."""
-    current = read_bytes(entry['path']) if not os.path.isdir(entry['path']) else b''
+    if os.path.isdir(entry['path']):
+        return 'keep' if keep_changed else 'changed'  # a folder now: someone else's, whatever the prior bytes
+    current = read_bytes(entry['path'])
     if current is None or sha256_bytes(current) == entry['written_sha256']:
         return 'restore'
     if sha256_bytes(current) == entry['prior_sha256']:

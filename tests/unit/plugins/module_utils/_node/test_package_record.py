@@ -236,3 +236,12 @@ def test_query_names_an_overwritten_file_changed_since_before_anything_is_remove
     assert pr.query(params(node))['changed_since'] == []
     write(src, b'deb http://edited.example ./\n')
     assert pr.query(params(node))['changed_since'] == [src]
+
+
+def test_an_empty_file_overwritten_then_replaced_by_a_folder_is_refused_not_taken_for_the_prior(node):
+    src, _key = installed(node, operator=b'')
+    os.unlink(src)
+    os.mkdir(src)
+    assert pr.query(params(node))['changed_since'] == [src]
+    with pytest.raises(RecordError, match='changed since the install wrote it'):
+        pr.undo_files(params(node), False)
