@@ -376,7 +376,9 @@ ledgers:
       description:
         - The records, by owner, as the editing modules read them. Each record has C(kind) (V(table), V(key),
           V(import) and others), C(resource), C(seq), and for key paths C(path) (a list) and C(key) (dotted);
-          key records also C(prior) and C(value) (raw TOML text).
+          key records also C(prior) and C(value) (raw TOML text); the C(file) record of a drop-in an owner took over
+          (M(nodeguard.containerd.containerd_dropin)) has C(replaced) with the C(sha256), C(mode), C(uid) and
+          C(gid) of the file it replaced (its bytes stay in the ledger file).
       type: dict
     owners:
       description: The owners with records, sorted.
@@ -390,7 +392,9 @@ ledgers:
       type: bool
     note:
       description: Set when the records are those of the previous state, because another task's write of the
-        config never happened (or has not yet); null otherwise. The ledger file is not changed.
+        config never happened (or has not yet): the very file that task read is still there (same inode and
+        modification time; a change of its attributes alone, such as C(chattr -i), keeps it that file), as the
+        editing modules judge it. Null otherwise. The ledger file is not changed.
       type: str
     error:
       description: Why the ledger could not be read (a damaged file); null otherwise.
@@ -411,7 +415,8 @@ ledgers:
 owned:
   description:
     - What the ledgers of C(config.toml) and of the files it loads say O(owner) added (as
-      O(nodeguard.containerd.containerd_config#module:release_all) reads them). C(runtimes) (runtime handler names with
+      O(nodeguard.containerd.containerd_config#module:release_all) reads them, and as RV(ledgers) has them: a
+      ledger rolled back there is rolled back here). C(runtimes) (runtime handler names with
       records), C(tables) (those whose whole table it created), C(defaults) (those it made the CRI default),
       C(settings) (dotted keys it set with M(nodeguard.containerd.containerd_setting); give them back with
       O(nodeguard.containerd.containerd_setting#module:raw=true)), C(imports) (resolved paths it imported), C(files)

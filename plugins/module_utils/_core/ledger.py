@@ -41,15 +41,17 @@ FORMAT = 1
 
 
 def file_identity(path):
-    """[inode, ctime in ns] of path, or None: what tells the file a crashed run left from a rewrite.
+    """[inode, mtime in ns] of path, or None: what tells the file a crashed run left from a rewrite.
 
-    Any write to the file, or a new file in its place, changes one of them.
+    Any write to the file, or a new file in its place, changes one of them;
+    a change of its attributes alone does not (chmod, chown, chattr -i after
+    a write the immutable file refused: that is still the file the run read).
     """
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return [st.st_ino, st.st_ctime_ns]
+    return [st.st_ino, st.st_mtime_ns]
 
 
 def ledger_key(path):

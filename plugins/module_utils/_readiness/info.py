@@ -54,6 +54,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.import
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import (
     Ledger,
     LedgerError,
+    file_identity,
     ledger_key,
     ledger_path_for,
     owned_resources,
@@ -343,13 +344,17 @@ def ledger_facts(state_dir, files):
         sha = sha256_bytes(raw or b'')
         item['config_sha256'] = ledger.config_sha256
         item['in_sync'] = ledger.config_sha256 == sha
-        # in memory only (never saved): the records that describe the bytes read now
-        item['note'] = ledger.recover(sha)
+        # in memory only (never saved): the records that describe the bytes read now, by the engine's rule
+        # (the file's identity too), so these and owned (tree_records) tell one story
+        item['note'] = ledger.recover(sha, file_identity(path))
         by_owner = {}
         for rec in ledger.records:
             rec = dict(rec)
             if isinstance(rec.get('path'), list):
                 rec['key'] = dotted_path(rec['path'])
+            if isinstance(rec.get('replaced'), dict):
+                # a drop-in taken over: what it replaced, without its bytes (they may hold secrets)
+                rec['replaced'] = dict((k, v) for k, v in rec['replaced'].items() if k != 'base64')
             by_owner.setdefault(rec.get('owner'), []).append(rec)
         item['records_by_owner'] = by_owner
         item['owners'] = sorted(str(o) for o in by_owner)
