@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import functools
 import json
 import os
 import traceback
@@ -626,7 +627,8 @@ def do_repair(module, store, path):
         out = dict(info)
         out['drift'] = diff_data(base_doc.data, doc.data, file=path)
         out['protected_drift'] = protected_drift(protect, base_doc.data, base_doc.layout, doc.data, doc.layout)
-        out.update(repair(doc, base_doc, protect, clean_imports, _hidden_by(path, ctx.containerd_version)))
+        cleaner = functools.partial(clean_imports, containerd_ver=ctx.containerd_version)
+        out.update(repair(doc, base_doc, protect, cleaner, _hidden_by(path, ctx.containerd_version)))
         state['main_data'] = copy.deepcopy(doc.data)
         return out
 

@@ -16,14 +16,17 @@ Edits are splices of the array's own text: a multi-line array stays
 multi-line with its indentation, each kept entry keeps its quoting, a
 trailing comma style is kept, and a comment after the array survives.
 Adding an entry and removing it again gives back the original text.
-Entries are compared the way containerd reads them: relative entries are
-resolved against the config file's folder.
+Entries are compared the way the node's containerd reads them
+(``import_pattern``): a relative file against the config file's folder, a
+relative glob there too except on containerd 1.6, which expands it against
+its working folder; two entries are the same only when they resolve alike.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import glob
 import os
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import ConfigError
@@ -35,7 +38,9 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_te
     render_value,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validate import (
+    DAEMON_CWD,
     describe_lost,
+    import_pattern,
     is_glob,
     load_tree,
     reads_v3,
@@ -52,9 +57,30 @@ def resource_of(key):
     return 'import:' + key
 
 
-def entry_key(entry, config_path):
-    """What an entry means to containerd: its absolute, normalised path (or pattern)."""
-    return resolve_import(entry, config_path)
+def entry_key(entry, config_path, containerd_ver=None):
+    """What an entry means to containerd: its absolute, normalised path (or pattern), as containerd_ver resolves it."""
+    return import_pattern(entry, config_path, containerd_ver)
+
+
+def record_key(rec, config_path, containerd_ver=None):
+    """The entry an import record holds, as containerd_ver resolves it (its resource for a record without one)."""
+    entry = rec.get('entry')
+    if isinstance(entry, str):
+        return entry_key(entry, config_path, containerd_ver)
+    return rec.get('resource', '')[len('import:'):]
+
+
+def relative_glob_elsewhere(entry, config_path, containerd_ver):
+    """The warning for a relative glob containerd_ver expands against its working folder, else None."""
+    pattern = import_pattern(entry, config_path, containerd_ver)
+    meant = resolve_import(entry, config_path)
+    if pattern == meant:
+        return None
+    return ('%s: containerd %d.%d expands the relative glob %s in imports against its working folder (%s), not '
+            'against the config\'s folder: it reads %s (%d file(s) now), not %s (%d file(s) now). Fix: write the '
+            'entry absolute: %s.'
+            % (config_path, containerd_ver[0], containerd_ver[1], entry, DAEMON_CWD, pattern,
+               len(glob.glob(pattern)), meant, len(glob.glob(meant)), meant))
 
 
 def entry_missing(entry, config_path):
@@ -209,8 +235,9 @@ def remove_raw(raw, index):
 class ImportsArray(object):
     """The ``imports`` key of a ConfigDocument, edited as text."""
 
-    def __init__(self, doc):
+    def __init__(self, doc, containerd_ver=None):
         self.doc = doc
+        self.containerd_ver = containerd_ver    # the node's containerd: how it resolves the entries
         value = doc.toml.get(IMPORTS)
         if value is not None:
             if not isinstance(value, list):
@@ -235,7 +262,7 @@ class ImportsArray(object):
         return list(self.doc.toml.get(IMPORTS) or [])
 
     def keys(self):
-        return [entry_key(e, self.doc.path) for e in self.entries]
+        return [entry_key(e, self.doc.path, self.containerd_ver) for e in self.entries]
 
     def _literal(self):
         raw = self.doc.toml.raw_value(IMPORTS)
@@ -287,7 +314,7 @@ class ImportsArray(object):
         self._apply('delete the key', self.doc.toml.delete_value, IMPORTS)
 
     def duplicate_indexes(self, only=None):
-        """Indexes of entries that repeat an earlier one (by resolved path)."""
+        """Indexes of entries that repeat an earlier one (the same path or pattern to the node's containerd)."""
         seen = set()
         out = []
         for i, key in enumerate(self.keys()):
@@ -305,12 +332,12 @@ class ImportsArray(object):
         return [entries[i] for i in idx]
 
 
-def clean_imports(doc, drop_missing=True):
+def clean_imports(doc, drop_missing=True, containerd_ver=None):
     """Fold duplicate imports and drop dangling ones, in a ConfigDocument.
 
     For containerd_baseline (repair); no ledger records are read or written.
-    Duplicates (compared as containerd resolves them: relative entries
-    against the config's folder) are folded into the first occurrence.
+    Duplicates (compared as containerd_ver resolves them: import_pattern)
+    are folded into the first occurrence.
     With drop_missing, entries that are not globs and whose file does not
     exist are removed (containerd refuses to start on them; a glob that
     matches nothing is harmless and stays).  An array that ends up empty
@@ -319,7 +346,7 @@ def clean_imports(doc, drop_missing=True):
     Returns dict(duplicates_removed=[entries...], removed_missing=[entries...]).
     Raises ConfigError when ``imports`` is not an array of strings.
     """
-    arr = ImportsArray(doc)
+    arr = ImportsArray(doc, containerd_ver)
     result = dict(duplicates_removed=[], removed_missing=[])
     if not arr.present:
         return result
@@ -359,7 +386,7 @@ def plugin_overrides(doc, entry, containerd_ver, pending=None):
     if not replaces_plugin_tables(containerd_ver, doc.version):
         return []
     main_plugins = doc.data.get('plugins') or {}
-    files, _problems = load_tree(doc.path, {'imports': [entry]}, overrides=pending)
+    files, _problems = load_tree(doc.path, {'imports': [entry]}, containerd_ver, overrides=pending)
     out = []
     for path, data in files[1:]:
         for plugin_id, table in sorted((data.get('plugins') or {}).items()):
@@ -422,13 +449,20 @@ def _override_error(doc, entry, overrides, containerd_ver):
         key='imports', overrides=[dict(file=p, plugin=i, lost=l) for p, i, l in overrides])
 
 
-def _release_records(ledger, records, flags):
+def _held(ledger, arr, key, owner=None):
+    """The import records (of owner, or of anyone) whose entry the node's containerd resolves to key."""
+    return [rec for rec in ledger.select(owner=owner, kind=KIND)
+            if record_key(rec, arr.doc.path, arr.containerd_ver) == key]
+
+
+def _release_records(ledger, arr, records, flags):
     """Drop import records; pass 'added' on to a remaining holder of the entry."""
     for rec in records:
+        key = record_key(rec, arr.doc.path, arr.containerd_ver)
         ledger.remove(rec)
         if rec.get('created_key'):
             flags['created_key'] = True
-        rest = sorted(ledger.select(kind=KIND, resource=rec['resource']), key=lambda r: r['seq'])
+        rest = sorted(_held(ledger, arr, key), key=lambda r: r['seq'])
         if rest and rec.get('added'):
             rest[0]['added'] = True
 
@@ -456,12 +490,12 @@ def _insert_position(arr, keys, k, position):
     return max(earlier) + 1 if earlier else 0
 
 
-def _unique_wanted(doc, entries):
+def _unique_wanted(doc, entries, containerd_ver):
     """(entries, keys): the wanted entries, each checked and once."""
     wanted, keys = [], []
     for entry in entries:
         _check_entry(doc, entry)
-        key = entry_key(entry, doc.path)
+        key = entry_key(entry, doc.path, containerd_ver)
         if key not in keys:
             wanted.append(entry)
             keys.append(key)
@@ -473,7 +507,7 @@ def _prune_missing(doc, ledger, ctx, arr, protect, flags):
     pruned = []
     seen = set()
     for entry in arr.entries:
-        key = entry_key(entry, doc.path)
+        key = entry_key(entry, doc.path, arr.containerd_ver)
         if key in protect or key in seen or not entry_missing(entry, doc.path):
             continue
         seen.add(key)
@@ -482,7 +516,7 @@ def _prune_missing(doc, ledger, ctx, arr, protect, flags):
             pruned.append(entry)
             for gone in removed_now:
                 ctx.allow_missing_import(gone)
-        _release_records(ledger, ledger.select(kind=KIND, resource=resource_of(key)), flags)
+        _release_records(ledger, arr, _held(ledger, arr, key), flags)
     return pruned
 
 
@@ -509,10 +543,10 @@ def _add_entries(doc, ledger, ctx, params, arr, wanted, keys):
     owner = params['owner']
     position = params.get('position') or 'append'
     added = []
-    containerd_ver = False
+    containerd_ver = arr.containerd_ver
     for k, (entry, key) in enumerate(zip(wanted, keys)):
         resource = resource_of(key)
-        mine = ledger.select(owner=owner, kind=KIND, resource=resource)
+        mine = _held(ledger, arr, key, owner)
         if key in arr.keys():
             if not mine:
                 ledger.add({'owner': owner, 'resource': resource, 'kind': KIND, 'entry': entry,
@@ -521,8 +555,6 @@ def _add_entries(doc, ledger, ctx, params, arr, wanted, keys):
         if entry_missing(entry, doc.path):
             _allow_or_refuse_missing(doc, ctx, params, entry)
         if not params.get('allow_plugin_override'):
-            if containerd_ver is False:
-                containerd_ver = ctx.containerd_version
             refuse_plugin_override(doc, entry, containerd_ver)
         created = arr.insert(_insert_position(arr, keys, k, position), entry)
         added.append(entry)
@@ -533,8 +565,6 @@ def _add_entries(doc, ledger, ctx, params, arr, wanted, keys):
         else:
             ledger.add({'owner': owner, 'resource': resource, 'kind': KIND, 'entry': entry,
                         'added': True, 'created_key': created})
-    if added and containerd_ver is False:
-        containerd_ver = ctx.containerd_version
     _warn_unread_and_order(doc, ctx, arr, wanted, keys, added, containerd_ver)
     return added
 
@@ -558,9 +588,8 @@ def _remove_entries(doc, ledger, ctx, owner, arr, wanted, keys, flags):
     """state=absent: remove what this owner added and nobody else imports; (removed, kept)."""
     removed, kept = [], []
     for entry, key in zip(wanted, keys):
-        resource = resource_of(key)
-        mine = ledger.select(owner=owner, kind=KIND, resource=resource)
-        others = sorted(set(r['owner'] for r in ledger.select(kind=KIND, resource=resource)) - set([owner]))
+        mine = _held(ledger, arr, key, owner)
+        others = sorted(set(r['owner'] for r in _held(ledger, arr, key)) - set([owner]))
         if not mine and not others and key in arr.keys() and not entry_missing(entry, doc.path):
             # nobody recorded it: not this owner's to remove (prune_missing removes dangling ones)
             kept.append(entry)
@@ -568,7 +597,7 @@ def _remove_entries(doc, ledger, ctx, owner, arr, wanted, keys, flags):
                      'gone) is removed whoever added it, since containerd cannot start with it.'
                      % (doc.path, entry, owner))
             continue
-        _release_records(ledger, mine, flags)
+        _release_records(ledger, arr, mine, flags)
         if others:
             if key in arr.keys():
                 kept.append(entry)
@@ -597,13 +626,15 @@ def apply_imports(doc, ledger, ctx, params):
     Entries it prunes, and those require_exists: false adds before their
     file exists, are known to be missing: ctx.allow_missing_import lets the
     engine's built-in check pass them (every other missing import refuses).
+    Entries are compared as the node's containerd resolves them.
     """
     owner = params['owner']
     state = params.get('state') or 'present'
-    arr = ImportsArray(doc)
+    containerd_ver = ctx.containerd_version
+    arr = ImportsArray(doc, containerd_ver)
     flags = dict(created_key=False)
     added, removed, pruned, kept = [], [], [], []
-    wanted, keys = _unique_wanted(doc, params.get('imports') or [])
+    wanted, keys = _unique_wanted(doc, params.get('imports') or [], containerd_ver)
     if params.get('prune_missing'):
         pruned = _prune_missing(doc, ledger, ctx, arr, set(keys) if state == 'present' else set(), flags)
     if state == 'present':
@@ -614,6 +645,10 @@ def apply_imports(doc, ledger, ctx, params):
     # the key itself: deleted again when the owner who created it is gone and it is empty
     _settle_key(arr, ledger, flags)
     final = arr.entries
+    for entry in final:
+        warning = relative_glob_elsewhere(entry, doc.path, containerd_ver)
+        if warning:
+            ctx.warn(warning)
     missing = [e for e in final if entry_missing(e, doc.path)]
     if missing and not params.get('prune_missing'):
         ctx.warn('%s imports %s, which do(es) not exist: containerd refuses to start with this config. Fix: '

@@ -195,7 +195,7 @@ def imports_facts(view, ver):
         for entry in imports:
             if not isinstance(entry, str):
                 continue
-            key = entry_key(entry, path)
+            key = entry_key(entry, path, ver)
             glob = is_glob(entry)
             files = [f for f in expand_import(entry, path, ver) if glob or os.path.exists(f)]
             item = dict(entry=entry, imported_by=path, resolved=import_pattern(entry, path, ver), glob=glob,
