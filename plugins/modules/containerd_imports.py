@@ -18,13 +18,21 @@ description:
   - Each listed entry ends up in the list exactly once. Duplicates of any entry are folded into the first
     occurrence whenever the file is written (and always for the listed entries), so the repeated
     install/uninstall loop of the Confidential Containers operator can no longer pile up copies.
-  - Entries are compared the way containerd reads them - a relative entry is resolved against the config
-    file's folder - so C(conf.d/nydus.toml) and C(/etc/containerd/conf.d/nydus.toml) are the same entry.
+  - Entries are compared the way the node's containerd reads them - a relative entry is resolved against the
+    config file's folder - so C(conf.d/nydus.toml) and C(/etc/containerd/conf.d/nydus.toml) are the same entry.
+    containerd 1.6 expands a relative B(glob) against its working folder (C(/) under systemd) instead, so there
+    C(conf.d/*.toml) and C(/etc/containerd/conf.d/*.toml) are two entries (neither is folded into the other) and
+    the relative one loads nothing from the config's folder; such an entry is warned of, with its absolute
+    spelling as the fix.
   - Records in a ledger which entries an owner added and whether the C(imports) key existed before, so
     O(state=absent) removes only what the owner added (an entry another owner still imports is kept) and
     removing the last added entry deletes the key again - adding and removing gives back the original bytes.
   - Refuses to add an entry whose file does not exist (containerd refuses to start then), unless
     O(require_exists=false). O(prune_missing=true) drops entries whose file is gone, to repair a node.
+  - Edits the C(imports) of one file, O(path) (or the drop-in O(edit_in) names). An entry of a drop-in whose
+    file is gone is reported in RV(missing) and RV(missing_in) with a warning; asked to remove it
+    (O(prune_missing=true), or O(state=absent) naming it) the task fails, naming the drop-in and the call that
+    removes it (O(edit_in) set to that drop-in).
   - On containerd older than 2.0 an imported file's C(plugins.<id>) table replaces the main file's table for
     that id whole (no merge). Adding an import that would so lose the main file's settings (for example
     the C(runc) runtime and C(SystemdCgroup)) fails, naming the file, the plugin id and what would be lost,
@@ -53,7 +61,8 @@ options:
     description:
       - Files or globs to import, as they should be written in the file, for example
         V(/etc/containerd/conf.d/*.toml) or V(/etc/containerd/config.toml.d/nydus-snapshotter.toml).
-      - A relative entry is relative to the folder of O(path), as containerd reads it.
+      - A relative entry is relative to the folder of O(path), as containerd reads it; except a relative glob on
+        containerd 1.6, which containerd expands against its working folder (C(/)). Write globs absolute.
       - An entry listed twice (also as two spellings of the same path) counts once.
       - May be empty, for example to only repair a node with O(prune_missing=true).
     type: list
@@ -92,6 +101,8 @@ options:
     description:
       - Also remove entries (of any owner) whose non-glob file no longer exists, and their ledger records.
         This repairs a node that containerd refuses to start. Globs are never pruned.
+      - Only entries of the file edited; an entry of a drop-in whose file is gone fails the task, naming the
+        drop-in (run again with O(edit_in) set to it).
       - With O(state=present) the listed entries are never pruned.
     type: bool
     default: false
@@ -138,6 +149,12 @@ EXAMPLES = r'''
     imports: []
     prune_missing: true
     backup: true
+
+- name: Repair a drop-in that imports a file that is gone (the failure of the task above names it)
+  nodeguard.containerd.containerd_imports:
+    imports: []
+    prune_missing: true
+    edit_in: /etc/containerd/conf.d/50-nydus.toml
 
 - name: Import a drop-in that carries the whole CRI plugin table on containerd 1.7 (replacement intended)
   nodeguard.containerd.containerd_imports:
@@ -253,14 +270,29 @@ duplicates_removed:
   elements: str
   sample: ["/etc/containerd/config.toml.d/nydus-snapshotter.toml", "/etc/containerd/config.toml.d/nydus-snapshotter.toml"]
 missing:
-  description: Non-glob entries of the final list whose file does not exist (containerd would refuse to start).
+  description:
+    - Non-glob entries of the final list whose file does not exist (containerd would refuse to start), then
+      those of the drop-ins the list loads (RV(missing_in) says which drop-in holds each).
   returned: success
   type: list
   elements: str
+missing_in:
+  description: The entries of the drop-ins the list loads whose file does not exist, each with the drop-in that holds it.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    file:
+      description: The drop-in that holds the entry (run again with O(edit_in) set to it to remove the entry).
+      type: str
+    entry:
+      description: The entry as written in that drop-in.
+      type: str
 warnings:
   description:
-    - Warnings, for example an entry kept for another owner, entries whose file is missing, duplicates left
-      for the next write, or listed entries found in another order.
+    - Warnings, for example an entry kept for another owner, entries whose file is missing (also in a drop-in),
+      duplicates left for the next write, listed entries found in another order, or a relative glob that
+      containerd 1.6 expands against its working folder.
   returned: when there are any
   type: list
   elements: str

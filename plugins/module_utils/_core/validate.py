@@ -278,6 +278,11 @@ class ImportProblem(object):
         self.whole = whole      # containerd refuses the whole config (not just this entry)
 
 
+def _edit_in_for(importing_file, main_path):
+    """containerd_imports' option that reaches an entry of importing_file (a drop-in of main_path)."""
+    return '' if importing_file == main_path else 'path: %s, edit_in: %s, ' % (main_path, importing_file)
+
+
 def load_tree(main_path, main_data, containerd_ver=None, overrides=None):
     """The main file and its imports, breadth first, as containerd loads them.
 
@@ -318,8 +323,8 @@ def load_tree(main_path, main_data, containerd_ver=None, overrides=None):
                     problems.append(ImportProblem(entry, path, '%s imports %s, which cannot be read (%s): '
                                                   'containerd would refuse to start. Fix: create the file, '
                                                   'or remove the entry with nodeguard.containerd.'
-                                                  'containerd_imports (state: absent, or prune_missing: true).'
-                                                  % (path, full, exc.strerror)))
+                                                  'containerd_imports (%sstate: absent, or prune_missing: true).'
+                                                  % (path, full, exc.strerror, _edit_in_for(path, files[0][0]))))
                     continue
                 except UnicodeDecodeError:
                     problems.append(ImportProblem(entry, path, '%s imports %s, which is not UTF-8 text.'

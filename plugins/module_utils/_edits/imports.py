@@ -620,6 +620,49 @@ def _fold_duplicates(doc, ctx, arr, keys):
     return []
 
 
+def dangling_in_imported(doc, entries, containerd_ver):
+    """[(file, entry)]: entries of the files doc's imports load whose file is gone (containerd refuses to start).
+
+    The imports of doc itself are not listed; this edit changes only doc.
+    """
+    files, _problems = load_tree(doc.path, {'imports': list(entries)}, containerd_ver)
+    out = []
+    for path, data in files[1:]:
+        value = data.get('imports')
+        for entry in value if isinstance(value, list) else ():
+            if isinstance(entry, str) and entry_missing(entry, path) and (path, entry) not in out:
+                out.append((path, entry))
+    return out
+
+
+def _dangling_fix(doc, main_path, elsewhere):
+    """What is wrong with the dangling entries of drop-ins, and how to remove them."""
+    files = []
+    for path, _entry in elsewhere:
+        if path not in files:
+            files.append(path)
+    return ('%s: containerd refuses to start while the entry is there, and this task edits only the imports of '
+            '%s. Fix: remove the entry from the file that holds it, for example with '
+            'nodeguard.containerd.containerd_imports (path: %s, edit_in: %s, prune_missing: true)%s'
+            % ('; '.join('%s imports %s, which does not exist' % (path, entry) for path, entry in elsewhere),
+               doc.path, main_path, files[0],
+               '' if len(files) == 1 else ', and the same with edit_in: %s' % ', '.join(files[1:])))
+
+
+def _report_dangling_elsewhere(doc, ctx, params, keys, elsewhere):
+    """Dangling entries of a drop-in: a refusal when the task asked to remove them, else a warning."""
+    if not elsewhere:
+        return
+    msg = _dangling_fix(doc, ctx.path or doc.path, elsewhere)
+    asked = params.get('prune_missing') or (params.get('state') == 'absent' and any(
+        entry_key(entry, path, ctx.containerd_version) in keys for path, entry in elsewhere))
+    if asked:
+        raise ConfigError(msg + '. Nothing was written.', key='imports',
+                          missing=[entry for _path, entry in elsewhere],
+                          missing_in=[dict(file=path, entry=entry) for path, entry in elsewhere])
+    ctx.warn(msg + '.')
+
+
 def apply_imports(doc, ledger, ctx, params):
     """The containerd_imports edit: see the module's documentation.
 
@@ -645,6 +688,8 @@ def apply_imports(doc, ledger, ctx, params):
     # the key itself: deleted again when the owner who created it is gone and it is empty
     _settle_key(arr, ledger, flags)
     final = arr.entries
+    elsewhere = dangling_in_imported(doc, final, containerd_ver)
+    _report_dangling_elsewhere(doc, ctx, params, keys, elsewhere)
     for entry in final:
         warning = relative_glob_elsewhere(entry, doc.path, containerd_ver)
         if warning:
@@ -654,4 +699,5 @@ def apply_imports(doc, ledger, ctx, params):
         ctx.warn('%s imports %s, which do(es) not exist: containerd refuses to start with this config. Fix: '
                  'prune_missing: true, or state: absent for those entries.' % (doc.path, ', '.join(missing)))
     return dict(imports=final, added=added, removed=pruned + removed, pruned=pruned, kept=kept,
-                duplicates_removed=duplicates_removed, missing=missing, owner=owner)
+                duplicates_removed=duplicates_removed, missing=missing + [e for _p, e in elsewhere],
+                missing_in=[dict(file=p, entry=e) for p, e in elsewhere], owner=owner)

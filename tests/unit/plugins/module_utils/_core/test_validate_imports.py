@@ -215,3 +215,18 @@ def test_an_imports_that_is_not_a_list_stops_only_that_files_walk(tmp_path):
     files, problems = load_tree(path, parse_toml('version = 2\nimports = ["%s", "%s"]\n' % (a, b)), (1, 6))
     assert [p for p, _d in files] == [path, a, b, c]
     assert [(p.importing_file, p.whole) for p in problems] == [(a, True)]
+
+
+def test_a_missing_import_names_the_containerd_imports_call_that_reaches_the_file_holding_it(tmp_path):
+    gone = str(tmp_path / 'gone.toml')
+    dropin = tmp_path / 'nydus.toml'
+    dropin.write_text('version = 2\nimports = ["%s"]\n' % (tmp_path / 'gone-too.toml'))
+    main = str(tmp_path / 'config.toml')
+    _files, problems = load_tree(main, {'version': 2, 'imports': [str(dropin), gone]}, (1, 6))
+    by_file = dict((p.importing_file, p.message) for p in problems)
+    # an entry of config.toml: containerd_imports on config.toml removes it
+    assert 'edit_in' not in by_file[main]
+    assert by_file[main].endswith('containerd_imports (state: absent, or prune_missing: true).')
+    # an entry of a drop-in: the call names config.toml and the drop-in
+    assert by_file[str(dropin)].endswith('containerd_imports (path: %s, edit_in: %s, state: absent, or '
+                                         'prune_missing: true).' % (main, dropin))
