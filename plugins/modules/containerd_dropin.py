@@ -119,7 +119,7 @@ options:
 requirements:
   - tomlkit >= 0.7.0 (Python library, on the managed node; Ubuntu 22.04+, Debian 12+, EPEL 9 python3-tomlkit, or pip)
 notes:
-  - A file at O(dropin) that no owner's ledger record says nodeguard wrote (a site's own drop-in) is taken over:
+  - A file at O(dropin) that no owner's ledger record says nodeguard wrote (a site's own drop-in) is taken over;
     its bytes, mode and file owner are kept in O(owner)'s ledger record, and the file is replaced with O(content)
     with a warning naming it (one that already has O(content) and O(mode) is left as it is). O(state=absent) then
     puts that file back, atomically, instead of removing it (RV(restored)), so an install and an uninstall give

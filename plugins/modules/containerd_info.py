@@ -392,8 +392,8 @@ ledgers:
       type: bool
     note:
       description: Set when the records are those of the previous state, because another task's write of the
-        config never happened (or has not yet): the very file that task read is still there (same inode and
-        modification time; a change of its attributes alone, such as C(chattr -i), keeps it that file), as the
+        config never happened (or has not yet), that is the very file that task read is still there (same inode
+        and modification time; a change of its attributes alone, such as C(chattr -i), keeps it that file), as the
         editing modules judge it. Null otherwise. The ledger file is not changed.
       type: str
     error:
@@ -415,7 +415,7 @@ ledgers:
 owned:
   description:
     - What the ledgers of C(config.toml) and of the files it loads say O(owner) added (as
-      O(nodeguard.containerd.containerd_config#module:release_all) reads them, and as RV(ledgers) has them: a
+      O(nodeguard.containerd.containerd_config#module:release_all) reads them, and as RV(ledgers) has them, so a
       ledger rolled back there is rolled back here). C(runtimes) (runtime handler names with
       records), C(tables) (those whose whole table it created), C(defaults) (those it made the CRI default),
       C(settings) (dotted keys it set with M(nodeguard.containerd.containerd_setting); give them back with

@@ -89,7 +89,7 @@ def test_a_file_nodeguard_did_not_write_is_replaced_with_a_warning_and_put_back_
     assert res['changed'] and res['restored'] and not res['removed'] and not res['kept']
     assert content_and_mode(paths['dropin']) == (SITE, 0o640)
     assert ctx.written == [paths['dropin']] and ctx.warnings == [] and not ledger_exists(paths)
-    assert [n for n in os.listdir(os.path.dirname(paths['dropin']))] == ['10-site.toml']  # no temporary file
+    assert os.listdir(os.path.dirname(paths['dropin'])) == ['10-site.toml']  # no temporary file
     # nothing of coco's is left: the site's file is left alone from now on
     res = remove(Module(), FakeContext(containerd_version=V16), params())
     assert not res['changed'] and 'left alone' in res['msg'] and content_and_mode(paths['dropin']) == (SITE, 0o640)
