@@ -529,7 +529,7 @@ class Store(object):
 def _note_secrets(raw):
     """A stored copy's secrets are masked in the module's output (a restore's diff quotes the copy)."""
     try:
-        secrets.note_data(parse_toml(raw.decode('utf-8-sig')))
+        secrets.note_text(raw.decode('utf-8-sig'))
     except Exception:  # not TOML (a drop-in being repaired): nothing to learn from it
         return
 
@@ -600,7 +600,7 @@ def _secret_values_of(raw, patterns):
     except UnicodeDecodeError:
         return set()
     try:
-        return secrets.secret_values(parse_toml(text), patterns)
+        return secrets.text_values(text, patterns)
     except Exception:  # not TOML: a ledger copy, the manifest
         pass
     try:

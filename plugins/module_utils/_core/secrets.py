@@ -17,23 +17,30 @@ masks those values wherever they appear in the module's output (diffs,
 messages, warnings, return values, the invocation's arguments), in check
 mode too. Files written on the controller (fetched baselines, reports) go
 through ``redact_text`` / ``redact``.
+
+A file's text may spell a secret in many ways that containerd reads as the
+same value (``"\\u0041"`` for ``A``, a literal or multi-line string, an
+escaped quote, ``0x3039``): ``text_values`` / ``note_text`` add each secret as
+the text spells it (tomlkit keeps every value's own text), so a diff or a copy
+of the file is masked whatever the spelling.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import json
 import os
 
-from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import Layout
+from ansible_collections.nodeguard.containerd.plugins.module_utils._core.config_model import Layout, parse_toml
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.toml_text import (
     TomlLayoutError,
     dotted_path,
     parse_dotted_key,
-    parse_raw_value,
     plain,
     render_value,
+    scan,
 )
 
 MASK = '********'
@@ -182,8 +189,9 @@ def _plain(value):
 
 
 def _forms(value):
-    """The texts a secret scalar may be written as: itself, its TOML and JSON escaped spellings."""
-    value = _plain(value)
+    """The texts a secret scalar may be written as: itself, its TOML and JSON escaped spellings, and (a value
+    tomlkit parsed) the spelling its file gives it."""
+    item, value = value, _plain(value)
     if value is None or isinstance(value, bool):
         return []
     text = value if isinstance(value, str) else str(value)
@@ -191,15 +199,87 @@ def _forms(value):
     if isinstance(value, str):
         forms.add(render_value(value)[1:-1])
         forms.add(json.dumps(value)[1:-1])
+    if len(text.strip()) < MIN_LENGTH:  # not masked in any spelling (docs/secrets.md)
+        return []
+    forms.update(_spellings(item))
     return [f for f in forms if len(f.strip()) >= MIN_LENGTH]
 
 
+def _spellings(item):
+    """The texts a tomlkit value is written as in its file: its own TOML text without the quotes (a \\u escape, an
+    escaped quote, a literal or multi-line string, 0x3039 or 1_000), and that text as JSON escapes it (a ledger
+    keeps a value's TOML text in a JSON file). Nothing for plain data, which has no spelling."""
+    as_string = getattr(item, 'as_string', None)
+    if as_string is None:
+        return []
+    written = _unquoted(as_string().strip())
+    return [written, json.dumps(written)[1:-1]]
+
+
+def _unquoted(raw):
+    """A value's TOML text without its string delimiters; a multi-line string also without the line break TOML
+    drops right after the opening ones (masked, the file's lines stay as they are)."""
+    for quote in ('"""', "'''", '"', "'"):
+        if len(raw) >= 2 * len(quote) and raw.startswith(quote) and raw.endswith(quote):
+            inner = raw[len(quote):-len(quote)]
+            if len(quote) == 3:
+                inner = inner[2:] if inner.startswith('\r\n') else inner[1:] if inner.startswith('\n') else inner
+            return inner
+    return raw
+
+
 def secret_values(data, patterns=None):
-    """Every text under which data's secret values may appear."""
+    """Every text under which data's secret values may appear (data parsed by tomlkit: each one's own spelling
+    too)."""
     out = set()
     for _path, value in secret_leaves(data, patterns):
         out.update(_forms(value))
     return out
+
+
+# the spellings of the last texts read: a run reads the same file (and its candidate) at several steps
+_SPELLED = {}
+
+
+def text_values(text, patterns=None, data=None):
+    """Every text under which the secret values of a TOML text may appear, each as the text spells it too
+    (data: the text as parse_toml parsed it, when the caller has it). Raises on a text that is not TOML."""
+    patterns = _STATE['patterns'] if patterns is None else patterns
+    values = secret_values(parse_toml(text) if data is None else data, patterns)
+    if not values:  # no secret to mask: tomlkit, slow on a huge file, has nothing to read
+        return values
+    key = (hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest(), patterns)
+    if key not in _SPELLED:
+        if len(_SPELLED) > 8:
+            _SPELLED.clear()
+        _SPELLED[key] = frozenset(_spelled_values(text, patterns))
+    return values | _SPELLED[key]
+
+
+def _spelled_values(text, patterns):
+    """The secret values of a TOML text as it spells them: each value text at or above a secret path, parsed
+    alone by tomlkit, which keeps its spelling (the whole file would take seconds on one with many runtimes)."""
+    try:
+        entries = scan(text)
+    except Exception:  # a layout the scan does not know: tomlkit reads the whole text
+        return _spelled_by_tomlkit(text, patterns)
+    # an array of tables' element: its keys are at the array's own path (as secret_leaves gives them)
+    elements = set(e.path for e in entries if e.kind == 'header' and e.array)
+    out = set()
+    for e in entries:
+        if e.kind == 'keyval':
+            path = e.table[:-1] + e.path[len(e.table):] if e.table in elements else e.path
+            out.update(raw_values(path, text[e.value_start:e.value_end], patterns))
+    return out
+
+
+def _spelled_by_tomlkit(text, patterns):
+    try:
+        import tomlkit
+        doc = tomlkit.parse(text)
+    except Exception:  # tomlkit refuses what parse_toml read: the values as parsed are all there is
+        return set()
+    return secret_values(doc, patterns)
 
 
 # ------------------------------------------------------------ the module's no_log_values
@@ -239,13 +319,19 @@ def note_data(data):
     note_values(secret_values(data))
 
 
+def _parse_raw_item(raw):
+    """A raw TOML value text as tomlkit parses it: the value, and the spelling raw gives it."""
+    import tomlkit
+    return tomlkit.parse('v = ' + raw + '\n')['v']
+
+
 def raw_values(path, raw, patterns=None):
     """The secret texts of a raw TOML value recorded for a key (a ledger's prior or value): the key's own value
     when it is a secret, those under it when it is a table a secret path lies under."""
     if not isinstance(raw, str) or not isinstance(path, (list, tuple)) or not holds_secret_path(path, patterns):
         return set()
     try:
-        value = parse_raw_value(raw)
+        value = _parse_raw_item(raw)
     except Exception:  # not a value text: masked as written
         return set([raw])
     return secret_values(_placed(path, value), patterns)
@@ -265,14 +351,16 @@ def note_records(records):
     note_values(record_values(records))
 
 
-def note_text(text):
-    """The secret values of a TOML text (a drop-in's content given as an option)."""
+def note_text(text, data=None):
+    """The secret values of a TOML text (a file read, a candidate built, a drop-in's content given as an option),
+    in every spelling the text gives them (data: the text as parse_toml parsed it, when the caller has it)."""
+    if data is not None:
+        note_data(data)
     try:
-        import tomlkit
-        data = plain(tomlkit.parse(text))
+        values = text_values(text, data=data)
     except Exception:  # not TOML (the module says so later): nothing to learn from it
         return
-    note_data(data)
+    note_values(values)
 
 
 def note_params(params):
@@ -341,8 +429,11 @@ def _runtime_values(entry):
     return out
 
 
-def note_file(path, limit=4 * 1024 * 1024):
-    """The secrets of a TOML file on the node (bounded: a huge file is refused later anyway)."""
+def note_file(path, limit=4 * 1024 * 1024, data=None):
+    """The secrets of a TOML file on the node, in every spelling its text gives them (bounded: a huge file is
+    refused later anyway; data: the file as parse_toml parsed it, noted even when the file cannot be read)."""
+    if data is not None:
+        note_data(data)
     try:
         if not isinstance(path, str) or not os.path.isfile(path) or os.path.getsize(path) > limit:
             return
@@ -350,7 +441,7 @@ def note_file(path, limit=4 * 1024 * 1024):
             text = f.read().decode('utf-8-sig')
     except (IOError, OSError, UnicodeDecodeError):
         return
-    note_text(text)
+    note_text(text, data)
 
 
 def mark_secret_options(argument_spec):

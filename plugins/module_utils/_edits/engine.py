@@ -216,7 +216,7 @@ def note_tree_secrets(path):
     except Exception:  # an unreadable tree: the module's own steps name the problem
         return
     for _file, data in files:
-        secrets.note_data(data)
+        secrets.note_file(_file, data=data)  # each secret as the file spells it too
 
 
 def target_path(module, path):
@@ -384,7 +384,7 @@ def _read_config(module, ctx, path, main_version=None):
         created = True
     refuse_generated(path, text)
     doc = ConfigDocument(path, text, default_version=main_version)
-    secrets.note_data(doc.data)
+    secrets.note_text(doc.original_text, doc.data)
     if is_main:
         refuse_unreadable_version(path, doc.version, ctx.containerd_version)
     if bom:
@@ -860,7 +860,7 @@ class EditTransaction(Transaction):
         self.view_before = load_effective(self.path, self.main.doc.data, self.ctx.containerd_version)
         self.ctx.view_before = self.view_before  # the edit callbacks ask it what the other files define
         for _path, data in self.view_before.files:
-            secrets.note_data(data)  # the drop-ins too: a diff or a message may quote them
+            secrets.note_file(_path, data=data)  # the drop-ins too: a diff or a message may quote them
 
     def build(self):
         """Run the edit where containerd reads it; verify the text says what it meant; its effects and diff."""
@@ -1004,7 +1004,7 @@ class EditTransaction(Transaction):
 
 def _note_secrets(ctx, result, target):
     """The candidate's secrets are masked too; a secret the edit changes is named (its value shows as ********)."""
-    secrets.note_data(target.doc.data)
+    secrets.note_text(target.doc.text, target.doc.data)
     changed = secrets.changed_secrets(target.data_before, target.doc.data, secrets.patterns())
     if changed:
         result['secrets_changed'] = changed
