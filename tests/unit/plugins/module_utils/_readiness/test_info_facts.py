@@ -324,7 +324,7 @@ def test_a_large_named_file_is_hashed_without_being_held_in_memory(tmp_path):
     with open(archive, 'wb') as f:
         f.truncate(size)
     want = hashlib.sha256()
-    for _ in range(size >> 20):
+    for _i in range(size >> 20):
         want.update(bytes(1 << 20))
     tracemalloc.start()
     try:
