@@ -504,7 +504,8 @@ def _transaction(module, edit, edit_in):
     module.params['edit_in'] = edit_in
     try:
         # the engine's check step also starts containerd on the candidate (load_test; its summary: load_tested)
-        run_transaction(module, edit, load_test=module.params.get('load_test', True))
+        # check mode: the repair judges its candidate files on nodeguard's model (no config dump, no start)
+        run_transaction(module, edit, load_test=module.params.get('load_test', True), checks_in_check_mode=False)
     except _Exit as done:
         return done.result, done.failed
     finally:

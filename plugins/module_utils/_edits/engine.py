@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import itertools
 import os
 import stat
 import time
@@ -66,11 +67,13 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.validat
     check_warnings,
     containerd_version,
     copies_for_containerd,
+    load_tree,
     refuse_generated,
     refuse_unreadable_version,
     require_placeholder,
     run_validate,
     validation_failed,
+    VALIDATE_WORDS,
 )
 
 MAX_ATTEMPTS = 3
@@ -139,6 +142,8 @@ class Context(object):
         self.view_before = None  # the merged view of the tree as read, before the edit (set by the open step)
         # drop-ins whose undo a check-mode uninstall previewed (the next step previews the next file)
         self.previewed = set()
+        # check mode: how a batch that spans files was judged whole (its writes, not made, are not judged again)
+        self.judged_whole = None
         self._bin = False
         self._version = False
         self._always_missing = frozenset(allowed_missing)
@@ -391,8 +396,8 @@ def _read_config(module, ctx, path, main_version=None):
         refused = bom_refused_message(path, ctx.containerd_version, doc.version)
         if refused:
             raise ConfigError(refused + ' Nothing was written.', key='path')
-    # a drop-in that is a link: refused unless follow (config.toml was resolved by open() already)
-    write_path = path if is_main else target_path(module, path)
+    # a file that is a link (config.toml too): refused unless follow; the tree keeps the name containerd is given
+    write_path = target_path(module, path)
     ledger = Ledger.load(params['state_dir'], write_path)
     note = ledger.recover(sha256_bytes(original or b''), file_identity(path))
     if note:
@@ -437,7 +442,7 @@ def _choose_target(module, ctx, edit, main, view_before):
     edit_in = ctx.edit_in
     if edit_in not in ('auto', 'config'):
         wanted = os.path.abspath(edit_in)
-        if wanted == main.path:
+        if wanted in (main.path, main.write_path):
             return (main,) + _apply(edit, main, ctx)
         if wanted not in view_before.imported():
             raise ConfigError('edit_in: %s is not a file %s imports (its imports: %s). Nothing was written. Fix: '
@@ -516,6 +521,132 @@ class SplitEdit(Exception):
     """
 
 
+class GroupEdit(object):
+    """The parts of a batch that go to one file, as one edit of that file (in the batch's order).
+
+    Its values join the parts' (their lists one after the other), as the
+    batch's ``combine`` reads the steps of its parts.
+    """
+
+    parts = None
+
+    def __init__(self, members):
+        self.members = members
+
+    def __call__(self, doc, ledger, ctx):
+        out = {}
+        for part in self.members:
+            for key, value in (part(doc, ledger, ctx) or {}).items():
+                joined = isinstance(value, list) and isinstance(out.get(key), list)
+                out[key] = out[key] + value if joined else value
+        return out
+
+
+class _NoPlan(Exception):
+    """A part that cannot be placed on the tree as read: the parts run one by one, as before."""
+
+
+def _split_plan(module, ctx, parts, allow_plugin_override):
+    """[(file, parts)] of a batch that spans files, in an order whose every state loads, judged whole first.
+
+    Each part goes where a call of its own would (``_choose_target`` on the
+    tree as read); the parts of one file are one edit of it.  Before any
+    write, the files' candidates together are judged as containerd merges
+    them (the built-in checks, then ``config dump``): a set refused as a
+    whole writes nothing.
+    """
+    txn = EditTransaction(module, ctx, None, allow_plugin_override)
+    try:
+        txn.open()
+        homes = []
+        for part in parts:
+            ctx.tree_files = None  # each part as a call of its own (a drop-in's edit sets it)
+            try:
+                main = _read_config(module, ctx, txn.main.path)
+                homes.append(_choose_target(module, ctx, part, main, txn.view_before)[0].path)
+            except (ConfigError, EditElsewhere, SplitEdit):
+                raise _NoPlan()
+        groups = []
+        for home, part in zip(homes, parts):
+            if not groups or all(g[0] != home for g in groups):
+                groups.append((home, []))
+            next(g for g in groups if g[0] == home)[1].append(part)
+        files, allowed = _candidates_of(module, ctx, txn, groups)
+        order = _loadable_order(ctx, txn.main, groups, files, allowed, allow_plugin_override)
+        _judge_whole(module, ctx, txn, files, allowed, allow_plugin_override)
+        return order
+    finally:
+        txn.drop_temps()
+        for lk in reversed(txn.locks):
+            lk.release()
+        ctx.tree_files = None
+        ctx.warnings = []
+
+
+def _candidates_of(module, ctx, txn, groups):
+    """{file: EditedFile with its group applied} and the imports entries the edits allow to be missing."""
+    main = _read_config(module, ctx, txn.main.path)
+    files, allowed = {}, set()
+    for home, members in groups:
+        edited = main if home == main.path else _read_config(module, ctx, home, main_version=main.doc.version)
+        ctx.tree_files = None if edited is main else txn.view_before.files
+        _apply(GroupEdit(members), edited, ctx)
+        allowed |= ctx.missing_imports_allowed
+        files[home] = edited
+    files.setdefault(main.path, main)
+    return files, allowed
+
+
+def _tree_refusals(ctx, main, files, allowed, allow_plugin_override):
+    """The built-in checks of the tree with these candidate files in place (main: its data as read if absent)."""
+    edited = files.get(main.path)
+    overrides = dict((p, f.doc.data) for p, f in files.items() if p != main.path)
+    return check_tree(main.path, edited.doc.data if edited is not None else main.data_before, ctx.containerd_version,
+                      ignore_missing=allowed, allow_plugin_override=allow_plugin_override, overrides=overrides)
+
+
+def _loadable_order(ctx, main, groups, files, allowed, allow_plugin_override):
+    """The groups in the first order (the batch's own first) after whose every write the tree loads."""
+    orders = itertools.permutations(groups) if len(groups) <= 4 else [groups]
+    for order in orders:
+        written = {}
+        for home, _members in order[:-1]:
+            written[home] = files[home]
+            if _tree_refusals(ctx, main, written, allowed, allow_plugin_override):
+                break
+        else:
+            return list(order)
+    raise ConfigError('refusing to write %s: the change goes to %s, and no order of writing them keeps a config '
+                      'containerd loads after each write. Nothing was written. Fix: make the change in separate '
+                      'calls, each one a config that loads.' % (main.path, ', '.join(g[0] for g in groups)), key=None)
+
+
+def _judge_whole(module, ctx, txn, files, allowed, allow_plugin_override):
+    """Every file's candidate together: the built-in checks, then the node's config dump (written nowhere)."""
+    main = files[txn.main.path]
+    errors = _tree_refusals(ctx, main, files, allowed, allow_plugin_override)
+    shown = ', '.join(sorted(p for p, f in files.items() if f.file_changed))
+    if errors:
+        raise ConfigError('refusing to write %s: the new config would not load. %s Nothing was written.'
+                          % (shown, ' '.join(errors)), key=None, check_errors=errors)
+    overrides = dict((p, f.doc.data) for p, f in files.items() if p != main.path)
+    view = load_effective(main.path, main.doc.data, ctx.containerd_version, overrides=overrides)
+    if module.check_mode:
+        problems = load_tree(main.path, main.doc.data, ctx.containerd_version, overrides=overrides)[1]
+        if any(p.entry in allowed for p in problems):
+            return  # a file the same call writes first is not there in check mode: the built-in checks judged it
+    tmps = dict((p, txn.temp(f.write_path, f.new_bytes)) for p, f in files.items() if p != main.path and f.file_changed)
+    texts = dict((p, f.doc.text) for p, f in files.items() if p == main.path or f.file_changed)
+    candidate = copies_for_containerd(view.files, texts, tmps, lambda path, text: txn.temp(path, text.encode('utf-8')),
+                                      ctx.containerd_version) or txn.temp(main.path, main.new_bytes)
+    checked = check_with_containerd(ctx, Checked(), candidate, 'none' if module.params.get('validate') == 'none'
+                                    else 'auto', shown='the candidates of %s' % shown)
+    if checked.problems:
+        raise ConfigError('refusing to write %s: %s. Nothing was written.' % (shown, checked.problems[0]), key=None)
+    if module.check_mode:
+        ctx.judged_whole = checked.how
+
+
 def _refuse_split(edit):
     if len(getattr(edit, 'parts', None) or ()) > 1:
         raise SplitEdit()
@@ -523,7 +654,7 @@ def _refuse_split(edit):
 
 def _retarget(module, ctx, edit, main, path):
     main.doc = ConfigDocument(main.path, main.text)  # drop what the first try did to config.toml
-    main.ledger = Ledger.load(module.params['state_dir'], main.path)
+    main.ledger = Ledger.load(module.params['state_dir'], main.write_path)
     target = _read_config(module, ctx, path, main_version=main.doc.version)
     ctx.tree_files = load_effective(main.path, main.doc.data, ctx.containerd_version).files
     try:
@@ -702,12 +833,16 @@ class Transaction(object):
             (commit_files)
 
     Nothing is written unless every step passed; check mode stops after
-    build (check_first: after check, whose candidate then is a temporary
-    copy of the tree outside the node's folders).
+    check, before commit, when there is something to write (the same
+    refusals as the run; temporary files only, removed at the end), and
+    after build when there is not (check_first: after check always, whose
+    candidate then is a temporary copy of the tree outside the node's
+    folders).
     """
 
     what = 'edit'
     check_first = False
+    checks_in_check_mode = True  # check mode runs the check step where the run would write
 
     def __init__(self, module, ctx):
         self.module = module
@@ -813,10 +948,15 @@ class Transaction(object):
             self.build()
             if self.check_first:
                 self.check()
-            if not self.needs_write() or self.module.check_mode:
+            if not self.needs_write():
+                return self.preview()
+            if self.module.check_mode and not self.checks_in_check_mode:
                 return self.preview()
             if not self.check_first:
+                # check mode too: a preview says changed only where the run itself would write
                 self.check()
+            if self.module.check_mode:
+                return self.preview()
             if self.commit():
                 return self.result
             # another program rewrote a file while we worked: start over
@@ -833,8 +973,9 @@ class Transaction(object):
 class EditTransaction(Transaction):
     """An edit callback's change to one file of the tree (config.toml or the drop-in that decides it)."""
 
-    def __init__(self, module, ctx, edit, allow_plugin_override=False, load_test=None):
+    def __init__(self, module, ctx, edit, allow_plugin_override=False, load_test=None, checks_in_check_mode=True):
         super(EditTransaction, self).__init__(module, ctx)
+        self.checks_in_check_mode = checks_in_check_mode
         self.edit = edit
         self.allow_plugin_override = allow_plugin_override
         self.load_test = load_test
@@ -844,8 +985,11 @@ class EditTransaction(Transaction):
     def open(self):
         """Lock config.toml, read and parse it, load its ledger (recovering a crashed run's)."""
         module, params = self.module, self.module.params
+        given = os.path.abspath(params['path'])
         if not self.opened:
-            self.path = path = target_path(module, os.path.abspath(params['path']))
+            # the file written is a link's target (follow: true); containerd is given the link, so the tree is
+            # read, judged and validated from there (a relative import is relative to the link's folder)
+            self.path = path = target_path(module, given)
             folder = os.path.dirname(path)
             self.ctx.path = path
             if not os.path.isdir(folder):
@@ -855,9 +999,11 @@ class EditTransaction(Transaction):
                 if not module.check_mode:
                     os.makedirs(folder, 0o755)
             self.lock(path)
+            if given != path:
+                clean_stale_temps(given)  # a killed run's copy beside the link (the check step's candidate)
             self.opened = True
-        self.main = _read_config(module, self.ctx, self.path)
-        self.view_before = load_effective(self.path, self.main.doc.data, self.ctx.containerd_version)
+        self.main = _read_config(module, self.ctx, given)
+        self.view_before = load_effective(given, self.main.doc.data, self.ctx.containerd_version)
         self.ctx.view_before = self.view_before  # the edit callbacks ask it what the other files define
         for _path, data in self.view_before.files:
             secrets.note_file(_path, data=data)  # the drop-ins too: a diff or a message may quote them
@@ -873,7 +1019,7 @@ class EditTransaction(Transaction):
         result.update(values)
         result['config_version'] = main.doc.version
         result['plugin'] = main.doc.layout.cri_plugin
-        result['file'] = target.path
+        result['file'] = target.write_path if target is main else target.path  # config.toml: the file written
         doc = target.doc
         if doc.changed:
             doc.verify()
@@ -916,12 +1062,20 @@ class EditTransaction(Transaction):
         return self.result
 
     def check(self):
-        """Built-in checks on the merged candidate, then containerd on a temporary copy beside the file."""
+        """Built-in checks on the merged candidate, then containerd on a temporary copy beside the file.
+
+        The tree is judged as containerd reads it: from config.toml's path as
+        given (a link's folder for its relative imports, follow: true).
+        """
         module, ctx, main, target = self.module, self.ctx, self.main, self.target
         params = module.params
+        if module.check_mode and getattr(ctx, 'judged_whole', None):
+            # one file of a set judged whole; the files before it were not written in check mode
+            self.result['validated'] = ctx.judged_whole
+            return
         checked = Checked()
         overrides = None if target is main else {target.path: target.doc.data}
-        check_builtin(ctx, checked, self.path, main.doc.data if target is main else main.data_before,
+        check_builtin(ctx, checked, main.path, main.doc.data if target is main else main.data_before,
                       overrides=overrides, allow_plugin_override=self.allow_plugin_override)
         if checked.problems:
             raise ConfigError('refusing to write %s: the new config would not load. %s Nothing was written.'
@@ -929,28 +1083,76 @@ class EditTransaction(Transaction):
         # an edit of one file may change how containerd reads another's runtimes (2.x: a version 3 runtimes table)
         refuse_lost_runtimes(self.view_before, self.view, target.path, [e.key for e in self.effects],
                              allow_plugin_override=self.allow_plugin_override)
-        for warning in check_warnings(self.path, None, ctx.containerd_version, files=self.view.files):
+        for warning in check_warnings(main.path, None, ctx.containerd_version, files=self.view.files):
             ctx.warn(warning)
-        uid, gid, mode = stat_owner(module, params) if target is main else (None, None, None)
-        self.tmp = self.temp(target.write_path, target.new_bytes, mode=mode, uid=uid, gid=gid)
-        # an import of a file being replaced (a self-import: nvidia-ctk 1.17.8) names its candidate
-        candidate = copies_for_containerd(
-            self.view.files, {main.path: main.doc.text if target is main else main.text, target.path: target.doc.text},
-            {} if target is main else {target.path: self.tmp},
-            lambda path, text: self.temp(path, text.encode('utf-8')), ctx.containerd_version)
-        if candidate is None and target is main:
-            candidate = self.tmp
-        elif candidate is None:
-            candidate = self.temp(main.path, _candidate_main(main, self.view, target, self.tmp))
+        validate = params.get('validate')
+        if module.check_mode:
+            unjudged = self._not_for_containerd_in_check_mode()
+            if unjudged:
+                self.result['validated'] = 'not validated by containerd in check mode: %s' % unjudged
+                return
+            if validate not in VALIDATE_WORDS:
+                validate = 'auto'  # a command of the user's may do more than judge: check mode runs config dump
+        candidate = self._candidate()
         # a config that imports itself (nvidia-ctk 1.17.8 writes one) must see the candidate, not the old file
-        as_path = ctx.path if os.path.exists(ctx.path) else None
-        check_with_containerd(ctx, checked, candidate, params.get('validate'), load_test=self.load_test,
+        as_path = main.path if os.path.exists(main.path) else None
+        check_with_containerd(ctx, checked, candidate, validate, load_test=self.load_test,
                               as_path=as_path, shown=target.path + ' (candidate)')
         if candidate != self.tmp:
             remove_quietly(candidate)
             self.temps.remove(candidate)
         if checked.problems:
             raise self._refusal(checked, candidate)
+        self._confirm(checked)
+
+    def _not_for_containerd_in_check_mode(self):
+        """Why check mode cannot hand this candidate to containerd as the run would, or None.
+
+        Check mode makes no folder and needs no write access (the temporary
+        copies go beside the files), and a file the same call writes first
+        (containerd_config's drop-ins) is not there yet: the built-in checks
+        judged them.
+        """
+        main, target = self.main, self.target
+        folders = set(os.path.dirname(p) for p in (target.write_path, main.path))
+        if not all(os.path.isdir(f) and os.access(f, os.W_OK) for f in folders):
+            return 'no temporary copy can be written beside %s' % target.path
+        allowed = self.ctx.missing_imports_allowed
+        if allowed:
+            _files, problems = load_tree(main.path, main.doc.data if target is main else main.data_before,
+                                         self.ctx.containerd_version,
+                                         overrides=None if target is main else {target.path: target.doc.data})
+            waiting = [p.entry for p in problems if p.entry in allowed]
+            if waiting:
+                return 'the tree imports %s, not written yet' % ', '.join(str(e) for e in waiting)
+        return None
+
+    def _candidate(self):
+        """The file commit renames (self.tmp, beside the file written) and the config containerd judges.
+
+        containerd resolves a relative import from the folder of the path it
+        is given: a candidate copy of config.toml sits beside that path (a
+        link's, not its target's).
+        """
+        module, ctx, main, target = self.module, self.ctx, self.main, self.target
+        uid, gid, mode = stat_owner(module, module.params) if target is main else (None, None, None)
+        self.tmp = self.temp(target.write_path, target.new_bytes, mode=mode, uid=uid, gid=gid)
+        # an import of a file being replaced (a self-import: nvidia-ctk 1.17.8) names its candidate
+        candidate = copies_for_containerd(
+            self.view.files, {main.path: main.doc.text if target is main else main.text, target.path: target.doc.text},
+            {} if target is main else {target.path: self.tmp},
+            lambda path, text: self.temp(path, text.encode('utf-8')), ctx.containerd_version)
+        if candidate is not None:
+            return candidate
+        if target is not main:
+            return self.temp(main.path, _candidate_main(main, self.view, target, self.tmp))
+        if os.path.dirname(main.path) != os.path.dirname(main.write_path):
+            return self.temp(main.path, target.new_bytes)
+        return self.tmp
+
+    def _confirm(self, checked):
+        """After containerd accepted the candidate: its config dump confirms the edit's effects."""
+        ctx, target, params = self.ctx, self.target, self.module.params
         res = checked.load_result
         for skipped in (res.skipped if res is not None else []):
             ctx.warn('%s: the load test skipped %s' % (target.path, skipped))
@@ -1012,7 +1214,8 @@ def _note_secrets(ctx, result, target):
             target.path, ', '.join(changed), 'would change' if ctx.module.check_mode else 'changed', secrets.MASK))
 
 
-def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_override=False, load_test=None):
+def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_override=False, load_test=None,
+                    checks_in_check_mode=True):
     """Apply edit(doc, ledger, ctx) -> dict to the config tree and exit the module.
 
     edit mutates doc (a ConfigDocument) and ledger, and returns the module's
@@ -1028,14 +1231,20 @@ def run_transaction(module, edit, ignore_missing_imports=(), allow_plugin_overri
     (kept for callers; ctx.allow_missing_import is the way for an edit).
     A batch edit (an object with ``parts``, a list of edits, and
     ``combine(result, steps)``) is one transaction when it all goes to one
-    file; else (SplitEdit) each part is its own, as separate calls would be.
+    file; else (SplitEdit) its parts go where separate calls would put them,
+    one write per file, the whole set judged before the first write.
+    Check mode runs the check step (built-in checks, config dump, the load
+    test where asked) wherever the run would write; checks_in_check_mode=False
+    previews after the build (a caller that judges its check mode itself:
+    containerd_baseline's repair).
     """
     require_tomlkit(module)
     ctx = Context(module, os.path.abspath(module.params['path']), allowed_missing=ignore_missing_imports)
-    exit_result(module, ctx, transaction_result(module, ctx, edit, allow_plugin_override, load_test))
+    exit_result(module, ctx, transaction_result(module, ctx, edit, allow_plugin_override, load_test,
+                                                checks_in_check_mode=checks_in_check_mode))
 
 
-def transaction_result(module, ctx, edit, allow_plugin_override, load_test):
+def transaction_result(module, ctx, edit, allow_plugin_override, load_test, checks_in_check_mode=True):
     """run_transaction's steps and their one result, without exiting (a module that does more after them).
 
     A failure fails the module, naming what this run already wrote (ctx.written).
@@ -1046,7 +1255,7 @@ def transaction_result(module, ctx, edit, allow_plugin_override, load_test):
         # one file per step; only an uninstall goes on (in check mode too, as if each step had written)
         for _step in range(8):
             result = _transaction(module, ctx, EditTransaction(module, ctx, one_edit, allow_plugin_override,
-                                                               load_test))
+                                                               load_test, checks_in_check_mode))
             steps.append(result)
             if module.params.get('state') != 'absent':
                 break
@@ -1071,12 +1280,32 @@ def transaction_result(module, ctx, edit, allow_plugin_override, load_test):
     try:
         steps = steps_of(edit)
     except SplitEdit:
-        steps = [step for part in edit.parts for step in steps_of(part)]
+        steps = _split_steps(module, ctx, edit, steps_of, allow_plugin_override)
     combine = getattr(edit, 'combine', None)
     result = _merge_steps([dict(s) for s in steps])
     if getattr(edit, 'parts', None) and len(steps) > 1:
         merge_batch_steps(result, steps)
     return combine(result, steps) if combine else result
+
+
+def _split_steps(module, ctx, edit, steps_of, allow_plugin_override):
+    """A batch whose parts go to more than one file: one write per file, the whole set judged before the first
+    (``_split_plan``); a part that cannot be placed on the tree as read: the parts one by one."""
+    try:
+        plan = _split_plan(module, ctx, edit.parts, allow_plugin_override)
+    except _NoPlan:
+        return [step for part in edit.parts for step in steps_of(part)]
+    except ConfigError as exc:
+        fail_after_writes(module, ctx, str(exc), **exc.given_details())
+    steps, given = [], ctx.edit_in
+    try:
+        for home, members in plan:
+            ctx.edit_in = home  # where the plan put them: the file a call of their own would edit
+            steps.extend(steps_of(GroupEdit(members)))
+    finally:
+        ctx.edit_in = given
+        ctx.judged_whole = None
+    return steps
 
 
 def run_batch(module, entries_of, batch):
@@ -1212,7 +1441,8 @@ def tree_records(state_dir, path, containerd_ver):
 
 def _owner_records_left(module, ctx):
     """Whether a file of the tree still holds ledger records of the owner (an uninstall goes on there)."""
-    path = ctx.path
+    given = module.params.get('path')
+    path = os.path.abspath(given) if given else ctx.path  # as containerd is given it (a link: its folder's imports)
     try:
         files, _problems = load_effective(path, ConfigDocument(path, _decode(path, read_bytes(path) or b'')).data,
                                           ctx.containerd_version).files, None

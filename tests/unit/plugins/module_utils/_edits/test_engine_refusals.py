@@ -372,12 +372,14 @@ def test_a_file_rewritten_at_every_try_is_refused_after_three_and_the_ledger_is_
     assert read(ledger) == ledger_before and stat.S_IMODE(os.stat(ledger).st_mode) == 0o600
 
 
-def test_check_mode_stops_after_the_edit_and_asks_no_validate_command(node, capsys):
-    # a preview: nothing is written, not even a candidate beside the file, and the user's command is not run
+def test_check_mode_asks_containerd_but_not_the_users_validate_command(node, capsys):
+    # a preview: nothing is written, no temporary copy is left, and the user's command (which may do more than
+    # judge) is not run; the node's config dump judges the candidate instead
     before = read(node['path'])
     validate, _calls = foreign_writer(node, 0)
     res = setting(node, capsys, value='native', validate=validate, _ansible_check_mode=True)
     assert res['changed'] and not os.path.exists(os.path.join(node['tmp'], 'writes'))
+    assert res['validated'] == 'config dump'
     nothing_written(node, before)
     assert sorted(f for f in os.listdir(node['etc']) if 'tmp' in f) == []
 

@@ -55,9 +55,22 @@ def test_a_file_rewritten_under_every_attempt_is_given_up_after_three_and_checke
                             'content' % path] * 3
 
 
-def test_check_mode_of_an_edit_stops_after_the_build_and_checks_nothing():
+def test_check_mode_of_an_edit_that_would_write_runs_the_check_and_stops_before_the_commit():
     txn = Steps(Module(check_mode=True), FakeContext(path='/etc/containerd/config.toml'))
     assert txn.run() == dict(changed=False)
+    assert txn.steps == ['open', 'build', 'needs_write', 'check']
+
+
+class NothingToWrite(Steps):
+    def needs_write(self):
+        self.steps.append('needs_write')
+        return False
+
+
+@pytest.mark.parametrize('check_mode', [False, True], ids=['run', 'check mode'])
+def test_an_edit_with_nothing_to_write_is_not_checked_in_either_mode(check_mode):
+    txn = NothingToWrite(Module(check_mode=check_mode), FakeContext(path='/etc/containerd/config.toml'))
+    txn.run()
     assert txn.steps == ['open', 'build', 'needs_write']
 
 
