@@ -603,6 +603,10 @@ def _remove_entries(doc, ledger, ctx, owner, arr, wanted, keys, flags):
                 kept.append(entry)
                 ctx.warn('%s: %s is kept: owner(s) %s still import it' % (doc.path, entry, ', '.join(others)))
             continue
+        if key in arr.keys() and not any(r.get('added') for r in mine) and not entry_missing(entry, doc.path):
+            # the owner found it there (its record says not added): it stays, as it was before the install
+            kept.append(entry)
+            continue
         if arr.remove_key(key):
             removed.append(entry)
     return removed, kept

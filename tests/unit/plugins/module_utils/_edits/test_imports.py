@@ -175,6 +175,9 @@ def test_duplicates_of_others_fold_only_when_writing(tmp_path):
     out = apply_imports(doc, ledger, ctx, params([b], owner='x'))
     assert not doc.changed and out['duplicates_removed'] == []
     assert any('more than once' in w for w in ctx.warnings)
+    # as if x had added b (it found it there, so its record says not added, and absent would keep it)
+    for rec in ledger.select(owner='x', kind='import'):
+        rec['added'] = True
     out = apply_imports(doc, ledger, ctx, params([b], owner='x', state='absent'))
     # b is held by nobody else: removed, and a's copy is folded on the same write
     assert out['removed'] == [b] and out['duplicates_removed'] == [a]

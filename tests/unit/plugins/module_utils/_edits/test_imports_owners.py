@@ -66,6 +66,19 @@ def test_uninstall_keeps_an_entry_nobody_recorded_and_removes_the_owner_s_next_o
         'removed whoever added it, since containerd cannot start with it.' % (node.path, site)]
 
 
+def test_uninstall_keeps_an_entry_the_owner_found_already_there(tmp_path):
+    # install then uninstall gives back the bytes: the site's import was there before coco asked for it
+    node = Node(tmp_path, 'version = 2\n')
+    site = node.file('site.toml')
+    before = 'version = 2\nimports = ["%s"]\n' % site
+    node.text = before
+    assert node.run([site])['added'] == []
+    assert node.records() == [('coco', site, False, False)]
+    out = node.run([site], state='absent')
+    assert out['removed'] == [] and out['kept'] == [site]
+    assert node.text == before and node.records() == []
+
+
 # ------------------------------------------------------------------ an owned entry removed by hand
 def test_an_entry_removed_by_hand_is_added_again_and_its_key_goes_with_the_uninstall(tmp_path):
     node = Node(tmp_path, 'version = 2\n')
