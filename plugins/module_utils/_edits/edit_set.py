@@ -177,8 +177,8 @@ def with_owned(ctx, params):
     keys = set(e.get('key') for e in settings)
     settings.extend(dict(key=k, raw=True) for k in owned['settings'] if k not in keys)
     imports = list(params['imports'] or [])
-    listed = set(entry_key(i, params['path']) for i in imports)
-    imports.extend(i for i in owned['imports'] if entry_key(i, params['path']) not in listed)
+    listed = set(entry_key(i, params['path'], ctx.containerd_version) for i in imports)
+    imports.extend(i for i in owned['imports'] if entry_key(i, params['path'], ctx.containerd_version) not in listed)
     released = dict((k, owned[k]) for k in RELEASED_KINDS)
     return dict(params, runtimes=runtimes, settings=settings, imports=imports), released
 
@@ -219,11 +219,11 @@ def exclusive_plan(ctx, params):
                 if r.get('default') is not True and r['name'] in owned['defaults']]
     undone = set(d['name'] for d in defaults)
     wanted = set(path for entry in params['settings'] or [] for path in setting_paths(entry))
-    listed = set(entry_key(i, params['path']) for i in params['imports'] or [])
+    listed = set(entry_key(i, params['path'], ctx.containerd_version) for i in params['imports'] or [])
     released = dict(runtimes=[n for n in owned['runtimes'] if n not in named or n in undone],
                     tables=[n for n in owned['tables'] if n not in named],
                     settings=[k for k in owned['settings'] if ledger_key_path(k) not in wanted],
-                    imports=[i for i in owned['imports'] if entry_key(i, params['path']) not in listed])
+                    imports=[i for i in owned['imports'] if entry_key(i, params['path'], ctx.containerd_version) not in listed])
     return dict(released=released, runtimes=defaults_first(owned, named), defaults=defaults)
 
 
@@ -495,11 +495,11 @@ def refuse_overrides_first(ctx, params, dropins):
         return
     try:
         doc = ConfigDocument(params['path'], raw.decode('utf-8'))
-        listed = set(ImportsArray(doc).keys())
+        listed = set(ImportsArray(doc, ctx.containerd_version).keys())
     except (ConfigError, UnicodeDecodeError):
         return  # the transaction names what is wrong with config.toml, before anything is written
     for entry in params['imports']:
-        if entry_key(entry, doc.path) not in listed:  # as the imports edit: only entries it adds
+        if entry_key(entry, doc.path, ctx.containerd_version) not in listed:  # as the imports edit: only entries it adds
             refuse_plugin_override(doc, entry, ctx.containerd_version, pending)
 
 

@@ -184,3 +184,14 @@ def test_the_release_joins_the_install_s_result():
     unchanged = dict(changed=False, file='x')
     join_release(unchanged, dict(changed=False, file='y', default_runtime_name='runc'))
     assert unchanged == dict(changed=False, file='x')
+
+
+@pytest.mark.parametrize('version, released', [((1, 6), True), ((1, 7), False)])
+def test_a_relative_glob_names_the_recorded_absolute_one_only_where_containerd_reads_them_alike(
+        tmp_path, version, released):
+    # containerd 1.6 expands a relative glob against /, 1.7 and later against the config's folder
+    glob = str(tmp_path / 'conf.d' / '*.toml')
+    records = [{'owner': 'gpu', 'resource': 'import:' + glob, 'kind': 'import', 'entry': glob, 'added': True,
+                'created_key': True}]
+    plan = exclusive_plan(FakeContext(containerd_version=version), node(tmp_path, records, imports=['conf.d/*.toml']))
+    assert plan['released']['imports'] == ([glob] if released else [])
