@@ -30,6 +30,8 @@ def test_owned_agrees_with_the_rolled_back_ledger_after_a_refused_rename(run_mod
         res = run_module('containerd_runtime', path=main, name='kata2', runtime_type='io.containerd.kata.v2',
                          owner='k', containerd_bin=CONTAINERD_1, expect_fail=True)
         assert 'Operation not permitted' in res['msg'] and main in res['msg']
+        assert 'The node refused the write: the file or its folder is immutable' in res['msg']
+        assert 'Fix: make the file writable, then run again' in res['msg']
     finally:
         immutable(main, False)
     info = run_module('containerd_info', path=main, owner='k', dump=False, containerd_bin=CONTAINERD_1)

@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import errno
 import itertools
 import os
 import stat
@@ -1401,6 +1402,22 @@ def exit_result(module, ctx, result):
     module.exit_json(**result)
 
 
+# the errors of a write the node itself refused, and what to look at
+REFUSED_WRITE = {errno.EPERM: 'the file or its folder is immutable (lsattr shows an i; chattr -i lifts it)',
+                 errno.EACCES: 'the file or its folder is immutable, or a security module (SELinux, AppArmor) '
+                               'denies the write',
+                 errno.EROFS: 'the filesystem is mounted read-only'}
+
+
+def refused_write_fix(exc):
+    """For an OSError the node gave a write: what is likely wrong and the fix, else ''."""
+    why = REFUSED_WRITE.get(getattr(exc, 'errno', None)) if isinstance(exc, (IOError, OSError)) else None
+    if why is None:
+        return ''
+    return ('. The node refused the write: %s. The config was not replaced; the next run rolls back what this '
+            'one recorded. Fix: make the file writable, then run again' % why)
+
+
 def fail_after_writes(module, ctx, msg, **details):
     """fail_json that names the files this run already renamed into place (with their ledgers)."""
     written = list(ctx.written)
@@ -1494,7 +1511,7 @@ def _transaction(module, ctx, txn):
     except LedgerError as exc:
         fail_after_writes(module, ctx, str(exc))
     except Exception as exc:  # never leave a temp file behind, whatever failed (run() removed them)
-        fail_after_writes(module, ctx, 'nodeguard failed on %s: %s' % (params.get('path'), exc),
+        fail_after_writes(module, ctx, 'nodeguard failed on %s: %s%s' % (params.get('path'), exc, refused_write_fix(exc)),
                           exception=traceback.format_exc())
     for w in ctx.warnings:
         module.warn(w)
