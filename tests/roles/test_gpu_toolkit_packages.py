@@ -264,3 +264,16 @@ def test_a_record_of_release_1_2_0_is_extended_and_undone(workdir, config):
     run(workdir, path, dict(gpu_toolkit_packages=[NOT_INSTALLED]), entry='packages_absent')
     assert not os.path.exists(created) and read(source, 'rb') == OPERATOR_SOURCE
     assert not os.path.exists(record_path(workdir))
+
+
+def test_after_the_packages_a_missing_binary_is_refused_by_the_edit_naming_the_key(workdir, config):
+    """With gpu_toolkit_manage_packages the packages come first; then the config edit checks each BinaryName
+    (containerd_config's check_binaries) and refuses, naming the runtime's key, before anything is written."""
+    path = config('v2_kubeadm.toml')
+    original = read(path)
+    missing = os.path.join(workdir, 'bin', 'no-such-runtime')
+    out, _changed = run(workdir, path, dict(gpu_toolkit_packages=['dpkg'], gpu_toolkit_manage_repository=False,
+                                            gpu_toolkit_runtimes=[dict(name='nvidia', binary=missing)]), fails=True)
+    assert 'runtimes[0].options.BinaryName %s does not exist' % missing in out, out[-4000:]
+    assert 'set gpu_toolkit_check_binary: false' in out
+    assert read(path) == original
