@@ -20,7 +20,11 @@ included) and their ratio; then where each step's time goes, from the
 bench's step_timing callback (bench/callback_plugins, on both sides): the
 tasks that ran a module on the node, those the controller ran alone, the
 includes and the skipped tasks, each with their count and seconds, and
-Ansible's own start. A run is one serial chain of processes (one node,
+Ansible's own start; last, per step, what 1.25x allows on top of the
+hand-made playbook against what site.yml's restart-and-check step
+(containerd_readiness: the restart when needed, the load test of the config
+in an isolated containerd, a probe container per handler) costs beyond the
+hand-made restart handler. A run is one serial chain of processes (one node,
 one task at a time), so its CPU time is close to its wall time on a quiet
 machine; on a shared, loaded one, the CPU figures move much less than the
 wall times. Each converge must leave containerd running the nvidia
@@ -64,17 +68,25 @@ FAMILIES = {
 STEPS = ('converge', 're-run', 'uninstall')
 RESTARTS = {'converge': 1, 're-run': 0, 'uninstall': 1}
 KINDS = ('node', 'controller', 'include', 'skipped')
+# the step of each family that restarts containerd (and, on the site side, checks the node)
+RESTART_ACTIONS = ('containerd_readiness', 'systemd_service')
 CALLBACKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'callback_plugins')
 
 
 def time_by_kind(timing_file, wall):
-    """{kind: (tasks, seconds)} of the last run step_timing recorded, and 'start': Ansible's own start."""
+    """{kind: (tasks, seconds)} of the last run step_timing recorded, 'start': Ansible's own start, and
+    'restart': the seconds of the step that restarts containerd (site: containerd_readiness, which also
+    load-tests the config in an isolated containerd and probes each handler; hand-made: the restart handler)."""
     with open(timing_file) as f:
         run = json.loads(f.read().splitlines()[-1])
     out = dict((kind, [0, 0.0]) for kind in KINDS)
+    out['restart'] = [0, 0.0]
     for task in run['tasks']:
         out[task['kind']][0] += 1
         out[task['kind']][1] += task['seconds']
+        if task['kind'] == 'node' and task['action'].rsplit('.', 1)[-1] in RESTART_ACTIONS:
+            out['restart'][0] += 1
+            out['restart'][1] += task['seconds']
     out['start'] = [1, max(wall - run['playbook_seconds'], 0.0)]
     return out
 
@@ -139,6 +151,18 @@ def print_time_by_kind(runs):
             print('  %-10s %-8s %13s %13s %13s %13s %7s' % tuple([step, family] + cells))
 
 
+def print_restart_step(runs):
+    """Per step: what 1.25x allows on top of the hand-made playbook, against what the site's restart-and-check
+    step alone costs beyond the hand-made restart (the isolated load test, the probes, the checks)."""
+    print('  the restart-and-check step against the 1.25x allowance (median seconds):')
+    for step in STEPS:
+        minimal = statistics.median(r[step][0] for r in runs['minimal'])
+        site_step = statistics.median(r[step][5]['restart'][1] for r in runs['site'])
+        hand_step = statistics.median(r[step][5]['restart'][1] for r in runs['minimal'])
+        print('  %-10s allowance %.2f  site containerd_readiness %.2f  hand-made restart %.2f  beyond it %.2f'
+              % (step, minimal * (RATIO - 1), site_step, hand_step, site_step - hand_step))
+
+
 def main():
     prerequisites(WHAT, IMAGE, ('bench/minimal/site.yml',))
     node = Node('ng-bench-site-%d' % os.getpid(), IMAGE, tempfile.mkdtemp(prefix='ng-bench-site-'))
@@ -182,6 +206,7 @@ def main():
         ratio = cpu['site'] / cpu['minimal']
         print('  %-10s site %5.1f  minimal %5.1f  ratio %.2fx' % (step, cpu['site'], cpu['minimal'], ratio))
     print_time_by_kind(runs)
+    print_restart_step(runs)
     print('  targets: %s (they are judged on a quiet machine)' % ('all met' if met else 'not all met'))
     for problem in problems:
         print('  WRONG: %s' % problem)
