@@ -32,10 +32,6 @@ description:
     since).
   - 'Reads records written by release 1.2.0''s C(gpu_toolkit) role (C({"packages": [...], "files": [...]})); the key
     C(replaced) is added to the record only when a file was overwritten.'
-author:
-  - nodeguard maintainers (@nodeguard)
-extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
@@ -45,6 +41,10 @@ attributes:
     details: The record before and after (prior bytes of overwritten files shown by their SHA-256).
   platform:
     platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+author:
+  - nodeguard maintainers (@nodeguard)
 options:
   owner:
     description:

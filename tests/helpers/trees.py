@@ -5,15 +5,20 @@
 # runtimes table: runc is written out), kubeadm's on 1.7, version 3 on 2.x
 NODES = [('v2_debian_stock.toml', 'host'), ('v2_kubeadm.toml', '1.7'), ('v3_default.toml', '2')]
 
-# a version 3 config.toml importing one drop-in (%s: the drop-in's path)
-DROPIN_MAIN = '''version = 3
-imports = ["%s"]
+def importing_main(version):
+    """A config.toml of version 2 or 3 importing one entry (the template's %s), runc its default runtime; version 3
+    in single quotes, as containerd 2.x's own default config."""
+    cri, q = ("'io.containerd.cri.v1.runtime'", "'") if version == 3 else ('"io.containerd.grpc.v1.cri"', '"')
+    return ('version = %d\nimports = ["%%s"]\n\n[plugins.%s.containerd]\n  default_runtime_name = %srunc%s\n'
+            '  [plugins.%s.containerd.runtimes.runc]\n    runtime_type = %sio.containerd.runc.v2%s\n'
+            % (version, cri, q, q, cri, q, q))
 
-[plugins.'io.containerd.cri.v1.runtime'.containerd]
-  default_runtime_name = 'runc'
-  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-    runtime_type = 'io.containerd.runc.v2'
-'''
+
+# a version 3 config.toml importing one drop-in (%s: the drop-in's path)
+DROPIN_MAIN = importing_main(3)
+# a version 2 config.toml importing one entry (%s: the entry)
+V2_IMPORTING_MAIN = importing_main(2)
+
 
 # the drop-in that defines kata-qemu
 KATA_DROPIN = '''version = 3
@@ -47,3 +52,35 @@ def effective_view(path, ver):
     from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
     with open(path) as f:
         return load_effective(path, parse_toml(f.read()), ver)
+
+# the drop-in the Confidential Containers operator writes for the nydus snapshotter
+NYDUS_DROPIN = '''version = 2
+
+[proxy_plugins.nydus]
+  type = "snapshot"
+  address = "/run/containerd-nydus/containerd-nydus-grpc.sock"
+'''
+
+
+def dropin_call(paths, content):
+    """The params of containerd_dropin's logic for one drop-in (paths: main, dropin, state), as a maker:
+    params(**changes)."""
+    def params(**kw):
+        out = dict(path=paths['main'], dropin=paths['dropin'], owner='coco', state_dir=paths['state'],
+                   content=content, mode='0644', create_folder=True, lock_timeout=5, validate='none', backup=False)
+        out.update(kw)
+        return out
+    return params
+
+
+class DropinModule(object):
+    """What containerd_dropin's write/remove ask of AnsibleModule: check and diff mode, and a backup."""
+
+    def __init__(self, check=False, diff=False):
+        self.check_mode = check
+        self._diff = diff
+        self.backups = []
+
+    def backup_local(self, path):
+        self.backups.append(path)
+        return path + '.bak'

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from helpers.common import CONTAINERD_1, read
+from helpers.trees import V2_IMPORTING_MAIN
 
 DROPIN = '''version = 2
 
@@ -26,13 +27,6 @@ DROPIN = '''version = 2
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
           runtime_type = "io.containerd.runc.v2"
 '''
-MAIN = '''version = 2
-imports = ["%s/*.toml"]
-[plugins."io.containerd.grpc.v1.cri".containerd]
-  default_runtime_name = "runc"
-  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-    runtime_type = "io.containerd.runc.v2"
-'''
 KATA = [dict(name='kata', runtime_type='io.containerd.kata.v2')]
 
 
@@ -43,7 +37,7 @@ def nvidia_tree(config, workdir):
     dropin = os.path.join(confd, '99-nvidia.toml')
     with open(dropin, 'w') as f:
         f.write(DROPIN)
-    return config(MAIN % confd), dropin
+    return config(V2_IMPORTING_MAIN % (confd + '/*.toml')), dropin
 
 
 def _settings(default):

@@ -10,18 +10,13 @@ import stat
 import pytest
 
 from helpers.common import assert_containerd_accepts, binary_of, fixture_text, read
-from helpers.trees import NODES
+from helpers.trees import NODES, NYDUS_DROPIN as NYDUS
 
 SITE = '''# site proxy plugin
 version = 2
 [proxy_plugins.stargz]
   type = "snapshot"
   address = "/run/stargz.sock"
-'''
-NYDUS = '''version = 2
-[proxy_plugins.nydus]
-  type = "snapshot"
-  address = "/run/containerd-nydus/containerd-nydus-grpc.sock"
 '''
 
 

@@ -11,15 +11,8 @@ leaves a tree the real containerd 1.6 loads.
 import os
 
 from helpers.common import CONTAINERD_1, config_dump, read
+from helpers.trees import V2_IMPORTING_MAIN
 
-MAIN = '''version = 2
-imports = ["%s/conf.d/*.toml"]
-
-[plugins."io.containerd.grpc.v1.cri".containerd]
-  default_runtime_name = "runc"
-  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-    runtime_type = "io.containerd.runc.v2"
-'''
 NYDUS = '''version = 2
 imports = ["%s", "%s"]
 
@@ -36,7 +29,7 @@ def tree(workdir):
     dropin = os.path.join(etc, 'conf.d', '50-nydus.toml')
     gone = os.path.join(etc, 'gone.toml')
     with open(path, 'w') as f:
-        f.write(MAIN % etc)
+        f.write(V2_IMPORTING_MAIN % (etc + '/conf.d/*.toml'))
     with open(dropin, 'w') as f:
         f.write(NYDUS % (gone, gone))
     return path, dropin, gone

@@ -18,6 +18,7 @@ import binascii
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import signal
 import stat
@@ -61,6 +62,18 @@ def read_bytes(path):
         if exc.errno == errno.ENOENT:
             return None
         raise
+
+
+def read_json(path, damaged):
+    """The JSON document of the file at path, or None when it does not exist; a file that holds no JSON raises
+    damaged(why), the caller's error naming the file and the fix."""
+    raw = read_bytes(path)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw.decode('utf-8'))
+    except ValueError as exc:
+        raise damaged(exc)
 
 
 def lock_path_for(path):

@@ -38,7 +38,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic 
     atomic_write_stream,
     clean_stale_temps,
     fsync_dir,
-    read_bytes,
+    read_json,
     remove_quietly,
     sha256_file,
 )
@@ -231,14 +231,10 @@ def open_archive(archive):
 
 # ------------------------------------------------------------------ manifest
 def load_manifest(path):
-    raw = read_bytes(path)
-    if raw is None:
+    data = read_json(path, lambda why: PayloadError('the payload manifest %s is damaged (%s). Move it aside; the payload '
+                                                    'files it listed must then be removed by hand.' % (path, why)))
+    if data is None:
         return None
-    try:
-        data = json.loads(raw.decode('utf-8'))
-    except ValueError as exc:
-        raise PayloadError('the payload manifest %s is damaged (%s). Move it aside; the payload files it listed '
-                           'must then be removed by hand.' % (path, exc))
     if not isinstance(data, dict) or data.get('format') != FORMAT:
         raise PayloadError('the payload manifest %s has unknown format %r'
                            % (path, data.get('format') if isinstance(data, dict) else data))

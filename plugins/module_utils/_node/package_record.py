@@ -32,6 +32,7 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic 
     atomic_write,
     makedirs_private,
     read_bytes,
+    read_json,
     sha256_bytes,
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._node.process import run_command, which
@@ -109,14 +110,10 @@ def _replaced_entries(data, path):
 
 def load_record(path):
     """The record at path (files, packages, replaced; each sorted), or None when there is none."""
-    raw = read_bytes(path)
-    if raw is None:
+    data = read_json(path, lambda why: RecordError('the record %s is not JSON (%s). Nothing was changed. Fix: move it '
+                                                   'aside (what it names is then kept on uninstall).' % (path, why)))
+    if data is None:
         return None
-    try:
-        data = json.loads(raw.decode('utf-8'))
-    except ValueError as exc:
-        raise RecordError('the record %s is not JSON (%s). Nothing was changed. Fix: move it aside (what it '
-                          'names is then kept on uninstall).' % (path, exc))
     if not isinstance(data, dict):
         raise RecordError('the record %s is damaged: not a JSON object. Nothing was changed. Fix: move it aside.'
                           % path)

@@ -14,12 +14,17 @@ P = ['plugins', 'io.containerd.grpc.v1.cri', 'containerd', 'runtimes', 'kata2']
 OLD = b'version = 2\n'
 
 
-def stopped_before_the_rename(state, path):
-    """A run read path, saved its ledger for new bytes and never renamed them into place."""
-    ledger = Ledger.load(state, path)
+def stopped_before_the_rename(tmp_path):
+    """tmp_path/config.toml holding OLD, read by a run that saved its ledger (in tmp_path/state) for new bytes
+    and never renamed them into place: its path."""
+    path = str(tmp_path / 'config.toml')
+    with open(path, 'wb') as f:
+        f.write(OLD)
+    ledger = Ledger.load(str(tmp_path / 'state'), path)
     ledger.recover(sha256_bytes(OLD), file_identity(path))
     ledger.record_table('k', 'runtime:kata2', P)
     ledger.save(sha256_bytes(OLD + b'[x]\n'))
+    return path
 
 
 def later(path):
@@ -31,10 +36,7 @@ def later(path):
 @pytest.mark.parametrize('change', ['chmod', 'link'])
 def test_a_change_of_attributes_alone_is_still_the_file_the_run_read(tmp_path, change):
     """chattr -i after a write the immutable file refused changes the inode's change time, as these do."""
-    path = str(tmp_path / 'config.toml')
-    with open(path, 'wb') as f:
-        f.write(OLD)
-    stopped_before_the_rename(str(tmp_path / 'state'), path)
+    path = stopped_before_the_rename(tmp_path)
     ctime = os.stat(path).st_ctime_ns
     time.sleep(0.05)  # past the kernel's coarse clock tick: the change time moves
     if change == 'chmod':
@@ -50,10 +52,7 @@ def test_a_change_of_attributes_alone_is_still_the_file_the_run_read(tmp_path, c
 
 @pytest.mark.parametrize('rewrite', ['in place', 'new file'])
 def test_the_old_bytes_written_again_are_not_a_crash(tmp_path, rewrite):
-    path = str(tmp_path / 'config.toml')
-    with open(path, 'wb') as f:
-        f.write(OLD)
-    stopped_before_the_rename(str(tmp_path / 'state'), path)
+    path = stopped_before_the_rename(tmp_path)
     times = later(path)
     if rewrite == 'in place':
         with open(path, 'wb') as f:

@@ -25,23 +25,11 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.dropin
 )
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger, file_identity
 from helpers.context import FakeContext
+from helpers.trees import DropinModule as Module, dropin_call
 
 V16 = (1, 6, 20)
 NYDUS = 'version = 2\n[proxy_plugins.nydus]\ntype = "snapshot"\naddress = "/run/nydus.sock"\n'
 OTHER = NYDUS.replace('nydus.sock', 'nydus2.sock')
-
-
-class Module(object):
-    """What write/remove ask of AnsibleModule: check and diff mode, and a backup."""
-
-    def __init__(self, check=False, diff=False):
-        self.check_mode = check
-        self._diff = diff
-        self.backups = []
-
-    def backup_local(self, path):
-        self.backups.append(path)
-        return path + '.bak'
 
 
 @pytest.fixture
@@ -53,13 +41,7 @@ def etc(tmp_path):
     (folder / 'conf.d').mkdir()
     paths = dict(main=str(folder / 'config.toml'), dropin=str(folder / 'conf.d' / 'nydus.toml'),
                  folder=str(folder / 'conf.d'), state=str(tmp_path / 'state'))
-
-    def params(**kw):
-        out = dict(path=paths['main'], dropin=paths['dropin'], owner='coco', state_dir=paths['state'],
-                   content=NYDUS, mode='0644', create_folder=True, lock_timeout=5, validate='none', backup=False)
-        out.update(kw)
-        return out
-    return params, paths
+    return dropin_call(paths, NYDUS), paths
 
 
 def owners_of(paths, name='dropin'):

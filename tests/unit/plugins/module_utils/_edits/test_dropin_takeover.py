@@ -18,21 +18,11 @@ from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.ledger import Ledger
 from ansible_collections.nodeguard.containerd.plugins.module_utils._edits.dropin import remove, remove_all, write
 from helpers.context import FakeContext
+from helpers.trees import DropinModule as Module, dropin_call
 
 V16 = (1, 6, 20)
 NYDUS = 'version = 2\n[proxy_plugins.nydus]\ntype = "snapshot"\naddress = "/run/nydus.sock"\n'
 SITE = b'# site proxy plugin\nversion = 2\n[proxy_plugins.stargz]\n  type = "snapshot"\n  address = "/run/stargz.sock"\n'
-
-
-class Module(object):
-    """What write/remove ask of AnsibleModule: check and diff mode, and a backup."""
-
-    def __init__(self, check=False, diff=False):
-        self.check_mode = check
-        self._diff = diff
-
-    def backup_local(self, path):
-        return path + '.bak'
 
 
 @pytest.fixture
@@ -45,13 +35,7 @@ def site(tmp_path):
     dropin.write_bytes(SITE)
     os.chmod(str(dropin), 0o640)
     paths = dict(main=str(etc / 'config.toml'), dropin=str(dropin), state=str(tmp_path / 'state'))
-
-    def params(**kw):
-        out = dict(path=paths['main'], dropin=paths['dropin'], owner='coco', state_dir=paths['state'],
-                   content=NYDUS, mode='0644', create_folder=True, lock_timeout=5, validate='none', backup=False)
-        out.update(kw)
-        return out
-    return params, paths
+    return dropin_call(paths, NYDUS), paths
 
 
 def records(paths):

@@ -17,14 +17,19 @@ TEXT = b'version = 2\n'
 KATA2 = ['plugins', CRI_V2, 'containerd', 'runtimes', 'kata2']
 
 
-@pytest.fixture
-def stopped(tmp_path):
-    """config.toml, and its ledger as a run left it that saved the ledger and never renamed its config."""
-    path = str(tmp_path / 'config.toml')
+def file_and_ledger(tmp_path, name):
+    """tmp_path/name holding TEXT, the state folder and the file's ledger: (state, path, ledger)."""
+    path = str(tmp_path / name)
     with open(path, 'wb') as f:
         f.write(TEXT)
     state = str(tmp_path / 'state')
-    ledger = Ledger.load(state, path)
+    return state, path, Ledger.load(state, path)
+
+
+@pytest.fixture
+def stopped(tmp_path):
+    """config.toml, and its ledger as a run left it that saved the ledger and never renamed its config."""
+    state, path, ledger = file_and_ledger(tmp_path, 'config.toml')
     ledger.recover(sha256_bytes(TEXT), file_identity(path))
     ledger.record_table('k', 'runtime:kata2', KATA2)
     ledger.save(sha256_bytes(TEXT + b'[kata2]\n'))
@@ -55,11 +60,7 @@ def test_a_config_written_again_since_keeps_the_records_in_either(stopped):
 
 
 def test_the_bytes_a_drop_in_took_over_are_not_shown(tmp_path):
-    path = str(tmp_path / 'site.toml')
-    with open(path, 'wb') as f:
-        f.write(TEXT)
-    state = str(tmp_path / 'state')
-    ledger = Ledger.load(state, path)
+    state, path, ledger = file_and_ledger(tmp_path, 'site.toml')
     ledger.add({'owner': 'coco', 'resource': 'file:' + path, 'kind': 'file',
                 'replaced': dict(base64='c2VjcmV0', sha256='ab', mode=0o640, uid=0, gid=0)})
     ledger.save(sha256_bytes(TEXT))
