@@ -68,11 +68,25 @@ def test_on_1_6_a_relative_glob_is_no_duplicate_of_the_absolute_one(run_module, 
     # the relative entry is named with its fix
     warned = [w for w in res['warnings'] if 'conf.d/*.toml' in w and 'working folder' in w]
     assert warned and 'write the entry absolute: %s' % absolute in warned[0]
-    # its removal by the owner who recorded it takes only that entry
+    # coco found the entry there: its uninstall leaves it, and the drop-ins still load
+    res = run_module('containerd_imports', path=path, imports=[absolute], owner='coco', containerd_bin=binary,
+                     state='absent')
+    assert res['removed'] == [] and res['kept'] == [absolute]
+    assert read(path) == before and loads_nydus(path, binary)
+
+
+def test_on_1_6_the_absolute_glob_an_owner_added_beside_a_relative_one_goes_alone(run_module, workdir):
+    binary, version = binary_named('1.6')
+    path, etc = tree(workdir, version, ['conf.d/*.toml'])
+    before = read(path)
+    assert not loads_nydus(path, binary)
+    absolute = os.path.join(etc, 'conf.d', '*.toml')
+    res = run_module('containerd_imports', path=path, imports=[absolute], owner='coco', containerd_bin=binary)
+    assert res['changed'] and res['imports'] == ['conf.d/*.toml', absolute] and loads_nydus(path, binary)
     res = run_module('containerd_imports', path=path, imports=[absolute], owner='coco', containerd_bin=binary,
                      state='absent')
     assert res['removed'] == [absolute] and res['imports'] == ['conf.d/*.toml']
-    assert not loads_nydus(path, binary)
+    assert read(path) == before and not loads_nydus(path, binary)
 
 
 @pytest.mark.parametrize('name', ['1.7', '2.1'])
