@@ -5,6 +5,7 @@
 # runtimes table: runc is written out), kubeadm's on 1.7, version 3 on 2.x
 NODES = [('v2_debian_stock.toml', 'host'), ('v2_kubeadm.toml', '1.7'), ('v3_default.toml', '2')]
 
+
 def importing_main(version):
     """A config.toml of version 2 or 3 importing one entry (the template's %s), runc its default runtime; version 3
     in single quotes, as containerd 2.x's own default config."""
@@ -52,6 +53,7 @@ def effective_view(path, ver):
     from ansible_collections.nodeguard.containerd.plugins.module_utils._core.effective import load_effective
     with open(path) as f:
         return load_effective(path, parse_toml(f.read()), ver)
+
 
 # the drop-in the Confidential Containers operator writes for the nydus snapshotter
 NYDUS_DROPIN = '''version = 2
