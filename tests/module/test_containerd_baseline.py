@@ -626,3 +626,30 @@ def test_a_damaged_manifest_is_named(config, run_module, base, manifest):
         f.write(manifest)
     failed = run_module(MOD, path=path, state='check', expect_fail=True, **base)
     assert failed['msg'].startswith('the manifest of baseline %s is damaged (' % snap['snapshot']), failed['msg']
+
+
+def test_restore_takes_back_the_ledger_of_a_drop_in_it_puts_back(config, run_module, base, workdir):
+    """A drop-in in the baseline that an owner edited since (the toolkit's 99-nvidia.toml on 1.x, where the CRI
+    table lives): the restore puts its bytes back and its ledger with them, so the owner is not left recorded
+    for a runtime the file no longer has."""
+    etc = os.path.join(workdir, 'etc')
+    os.makedirs(os.path.join(etc, 'conf.d'))
+    path = os.path.join(etc, 'config.toml')
+    with open(path, 'w') as f:
+        f.write('version = 2\nimports = ["%s/conf.d/*.toml"]\n' % etc)
+    dropin = os.path.join(etc, 'conf.d', '99-nvidia.toml')
+    with open(dropin, 'w') as f:
+        f.write(fixture_text('v2_debian_stock.toml'))
+    before = read(dropin)
+    run_module(MOD, path=path, **base)
+    res = run_module('containerd_runtime', path=path, name='nvidia-broken', runtime_type='io.containerd.runc.v2',
+                     owner='gpu', containerd_bin=CONTAINERD_1)
+    assert res['changed'] and 'nvidia-broken' in read(dropin) and read(path).count('nvidia') == 0
+    info = run_module('containerd_info', path=path, owner='gpu', dump=False, containerd_bin=CONTAINERD_1)
+    assert info['owned']['runtimes'] == ['nvidia-broken']
+    done = run_module(MOD, path=path, state='restore', **base)
+    assert dropin in done['restored'] and read(dropin) == before
+    info = run_module('containerd_info', path=path, owner='gpu', dump=False, containerd_bin=CONTAINERD_1)
+    assert info['owned']['runtimes'] == [] and info['owned']['tables'] == []
+    assert all(entry['records_by_owner'].get('gpu', []) == [] for entry in info['ledgers']), info['ledgers']
+    assert not run_module(MOD, path=path, state='restore', **base)['changed']

@@ -209,11 +209,9 @@ def test_seed_broke_readiness_and_repair_brought_the_node_back(node):
 def test_the_ledgers_hold_nothing_of_gpu_toolkit(host, node):
     """Every ledger of the config tree (config.toml's, the drop-in's), read by containerd_info as the engine reads it.
 
-    The engine's Ledger.recover(): a ledger whose config_sha256 is not the
-    file's and whose `previous` state is, describes a write that is no longer
-    there (here: the rescue step's nvidia-broken, written to the drop-in and
-    put back by the baseline restore, which restores config.toml's ledger
-    only); containerd_info then reports the records of `previous` (`note`).
+    The rescue step's nvidia-broken, written to the drop-in, is taken out by
+    the baseline restore, which puts back config.toml's ledger and rolls the
+    drop-in's own back to its state before that write.
     """
     info = module(host, "containerd_info", dump=False)
     ledgers = dict((entry["file"], entry) for entry in info["ledgers"])

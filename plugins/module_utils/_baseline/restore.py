@@ -259,6 +259,28 @@ class RestoreTransaction(Transaction):
         elif self.ledger_action == 'removed':
             remove_quietly(self.ledger_path)
 
+    def _settle_dropin_ledgers(self):
+        """A drop-in put back to the bytes its own ledger had before its last write: that ledger goes back too.
+
+        The restore puts back config.toml's ledger only. A drop-in's ledger
+        offers its state before the last write for a crash's rollback, told by
+        the file's identity; the restore wrote a new file with those bytes, so
+        without this the ledger would keep records of changes the file no
+        longer has. Any other ledger stays, its records compared key by key
+        when used.
+        """
+        state_dir = self.module.params['state_dir']
+        for p in self.plans:
+            if not p.content or ledger_path_for(state_dir, p.dest) == self.ledger_path:
+                continue
+            try:
+                ledger = Ledger.load(state_dir, p.dest)
+            except LedgerError:
+                continue
+            restored_sha = sha256_bytes(p.raw)
+            if ledger.recover(restored_sha):  # no identity: these bytes are the restore's own write
+                ledger.save(restored_sha)
+
     def commit(self):
         """Backups and temporary files, then the engine's commit: ledger, compare, renames; then modes and owners."""
         params = self.module.params
@@ -278,6 +300,7 @@ class RestoreTransaction(Transaction):
         compare = [(p.dest, p.current) for p in self.plans]
         if not self.commit_files(compare, renames, self._write_ledger, self.ledger_path):
             return False
+        self._settle_dropin_ledgers()
         # after config.toml no longer imports them; a crash before this leaves a file containerd does not read
         for orphan in self.orphans:
             if params.get('backup') and orphan not in self.backups:
