@@ -79,6 +79,17 @@ def test_uninstall_keeps_an_entry_the_owner_found_already_there(tmp_path):
     assert node.text == before and node.records() == []
 
 
+def test_uninstall_keeps_the_found_entry_and_still_removes_the_owner_s_next_one(tmp_path):
+    node = Node(tmp_path, 'version = 2\n')
+    site, mine = node.file('site.toml'), node.file('mine.toml')
+    before = 'version = 2\nimports = ["%s"]\n' % site
+    node.text = before
+    assert node.run([site, mine])['added'] == [mine]
+    out = node.run([site, mine], state='absent')
+    assert out['kept'] == [site] and out['removed'] == [mine]
+    assert node.text == before and node.records() == []
+
+
 # ------------------------------------------------------------------ an owned entry removed by hand
 def test_an_entry_removed_by_hand_is_added_again_and_its_key_goes_with_the_uninstall(tmp_path):
     node = Node(tmp_path, 'version = 2\n')
