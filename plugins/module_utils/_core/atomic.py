@@ -45,11 +45,16 @@ def sha256_bytes(data):
 
 
 def sha256_file(path):
-    """The file's SHA-256, read in chunks of HASH_CHUNK bytes."""
+    """The file's SHA-256, read in chunks of HASH_CHUNK bytes, or None when it does not exist (as read_bytes)."""
     h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(HASH_CHUNK), b''):
-            h.update(block)
+    try:
+        with open(path, 'rb') as f:
+            for block in iter(lambda: f.read(HASH_CHUNK), b''):
+                h.update(block)
+    except IOError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise
     return h.hexdigest()
 
 

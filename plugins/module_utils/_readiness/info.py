@@ -20,7 +20,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import errno
 import json
 import os
 
@@ -382,16 +381,6 @@ def owned_facts(state_dir, path, owner, files, ver):
     return out
 
 
-def _file_sha256(path):
-    """The file's SHA-256 (read in chunks: a cached payload archive is hundreds of MB), None if it went away."""
-    try:
-        return sha256_file(path)
-    except (IOError, OSError) as exc:
-        if exc.errno == errno.ENOENT:
-            return None
-        raise
-
-
 def file_facts(state_dir, paths, view, ver):
     """Each named path: exists, type, executable, sha256, imported (a plain entry of the tree names it), loaded,
     owners."""
@@ -425,7 +414,7 @@ def file_facts(state_dir, paths, view, ver):
                           dangling=kind == 'link' and not os.path.exists(path),
                           # as the shell's [ -f ] && [ -x ]: links followed (a runtime's BinaryName)
                           executable=os.path.isfile(path) and os.access(path, os.X_OK),
-                          sha256=_file_sha256(path) if kind == 'file' else None,
+                          sha256=sha256_file(path) if kind == 'file' else None,
                           imported=path in named, imported_by=unique_in_order(named.get(path, [])), loaded=path in loaded,
                           owners=owners)
     return out, problems
