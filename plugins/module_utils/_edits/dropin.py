@@ -26,6 +26,7 @@ import stat
 
 from ansible_collections.nodeguard.containerd.plugins.module_utils._core.atomic import (
     FileLock,
+    atomic_write,
     clean_stale_temps,
     commit_temp,
     fsync_dir,
@@ -359,24 +360,14 @@ def _put_back(module, ctx, params, ledger, prior, result):
     if module.check_mode:
         return
     if result['restored']:
-        _write_back(dropin, raw, prior)
+        # the record goes only after the rename: a run killed in between leaves it, and the next state=absent
+        # puts the same bytes back (a change it says so)
+        atomic_write(dropin, raw, mode=prior['mode'], uid=prior['uid'], gid=prior['gid'])
         ctx.written.append(dropin)
     if ledger.records:
         ledger.save(sha256_bytes(raw))
     else:
         _drop_ledger(ledger)
-
-
-def _write_back(dropin, raw, prior):
-    """The replaced file, atomically. Its record goes only after the rename: a run killed in between leaves
-    the record, and the next state=absent puts the same bytes back (a change it says so)."""
-    tmp = write_temp(dropin, raw, mode=prior['mode'], uid=prior['uid'], gid=prior['gid'])
-    try:
-        commit_temp(tmp, dropin)
-        tmp = None
-    finally:
-        if tmp:
-            remove_quietly(tmp)
 
 
 def remove_all(module, ctx, params):

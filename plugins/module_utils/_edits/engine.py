@@ -567,11 +567,12 @@ def _split_plan(module, ctx, parts, allow_plugin_override):
                 homes.append(_choose_target(module, ctx, part, main, txn.view_before)[0].path)
             except (ConfigError, EditElsewhere, SplitEdit):
                 raise _NoPlan()
-        groups = []
+        groups, index = [], {}
         for home, part in zip(homes, parts):
-            if not groups or all(g[0] != home for g in groups):
+            if home not in index:
+                index[home] = len(groups)
                 groups.append((home, []))
-            next(g for g in groups if g[0] == home)[1].append(part)
+            groups[index[home]][1].append(part)
         files, allowed = _candidates_of(module, ctx, txn, groups)
         order = _loadable_order(ctx, txn.main, groups, files, allowed, allow_plugin_override)
         _judge_whole(module, ctx, txn, files, allowed, allow_plugin_override)
@@ -1070,7 +1071,7 @@ class EditTransaction(Transaction):
         """
         module, ctx, main, target = self.module, self.ctx, self.main, self.target
         params = module.params
-        if module.check_mode and getattr(ctx, 'judged_whole', None):
+        if module.check_mode and ctx.judged_whole:
             # one file of a set judged whole; the files before it were not written in check mode
             self.result['validated'] = ctx.judged_whole
             return
