@@ -354,11 +354,11 @@ def note_records(records):
 def note_text(text, data=None):
     """The secret values of a TOML text (a file read, a candidate built, a drop-in's content given as an option),
     in every spelling the text gives them (data: the text as parse_toml parsed it, when the caller has it)."""
-    if data is not None:
-        note_data(data)
     try:
-        values = text_values(text, data=data)
-    except Exception:  # not TOML (the module says so later): nothing to learn from it
+        values = text_values(text, data=data)  # data's own values among them
+    except Exception:  # not TOML (the module says so later): only what data holds
+        if data is not None:
+            note_data(data)
         return
     note_values(values)
 
@@ -432,16 +432,17 @@ def _runtime_values(entry):
 def note_file(path, limit=4 * 1024 * 1024, data=None):
     """The secrets of a TOML file on the node, in every spelling its text gives them (bounded: a huge file is
     refused later anyway; data: the file as parse_toml parsed it, noted even when the file cannot be read)."""
-    if data is not None:
-        note_data(data)
+    text = None
     try:
-        if not isinstance(path, str) or not os.path.isfile(path) or os.path.getsize(path) > limit:
-            return
-        with open(path, 'rb') as f:
-            text = f.read().decode('utf-8-sig')
+        if isinstance(path, str) and os.path.isfile(path) and os.path.getsize(path) <= limit:
+            with open(path, 'rb') as f:
+                text = f.read().decode('utf-8-sig')
     except (IOError, OSError, UnicodeDecodeError):
-        return
-    note_text(text, data)
+        pass
+    if text is not None:
+        note_text(text, data)
+    elif data is not None:
+        note_data(data)
 
 
 def mark_secret_options(argument_spec):
